@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds the pinned third-party binaries CAPTF's tests and local environment
+# run, from their Go modules, into a cache kept outside the repository:
+#
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools/<name>-<version>/
+#
+# A tool already in the cache is reused, so only the first run on a machine
+# pays for the build. Usage:
+#
+#   hack/tools/install.sh <tool>...   tools: generators kubernetes etcd opentofu clusterapi all
+#
+# Prints, one per line, the directory holding each tool's binaries.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools
+
+# version <dir> <module>: the version of <module> pinned in <dir>/go.mod.
+version() {
+	(cd "$here/$1" && go list -m -f '{{.Version}}' "$2")
+}
+
+# build <dir> <name> <version> <ldflags> <pkg=binary>...: builds each package
+# of the pinned module <dir> into the cache entry <name>-<version>.
+build() {
+	local dir=$1 name=$2 ver=$3 ldflags=$4
+	shift 4
+	local dest=$cache/$name-$ver
+	if [[ -f $dest/.complete ]]; then
+		echo "$dest"
+		return
+	fi
+	mkdir -p "$cache"
+	exec 9>"$cache/.$name-$ver.lock"
+	flock 9
+	if [[ ! -f $dest/.complete ]]; then
+		local tmp
+		tmp=$(mktemp -d "$cache/.$name-$ver.XXXXXX")
+		local start=$SECONDS
+		echo "captf: building $name $ver (first run on this machine; cached afterwards)" >&2
+		local spec pkg bin
+		for spec in "$@"; do
+			pkg=${spec%=*}
+			bin=${spec#*=}
+			(cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/$bin" "$pkg")
+		done
+		touch "$tmp/.complete"
+		rm -rf "$dest"
+		mv "$tmp" "$dest"
+		echo "captf: built $name $ver in $((SECONDS - start))s" >&2
+	fi
+	exec 9>&-
+	echo "$dest"
+}
+
+kubernetes() {
+	local v
+	v=$(version kubernetes k8s.io/kubernetes)
+	local minor=${v#v1.}
+	minor=${minor%%.*}
+	local ld=""
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+	done
+	build kubernetes kubernetes "$v" "$ld" \
+		k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager
+}
+
+etcd() {
+	local v
+	v=$(version etcd go.etcd.io/etcd/server/v3)
+	build etcd etcd "$v" "" go.etcd.io/etcd/server/v3=etcd
+}
+
+opentofu() {
+	local v
+	v=$(version opentofu github.com/opentofu/opentofu)
+	build opentofu opentofu "$v" "-X github.com/opentofu/opentofu/version.dev=no" \
+		github.com/opentofu/opentofu/cmd/tofu=tofu
+}
+
+clusterapi() {
+	local v
+	v=$(version clusterapi sigs.k8s.io/cluster-api)
+	build clusterapi clusterapi "$v" "-X sigs.k8s.io/cluster-api/version.gitVersion=$v" \
+		sigs.k8s.io/cluster-api/core=capi-manager \
+		sigs.k8s.io/cluster-api/bootstrap/kubeadm=kubeadm-bootstrap-manager \
+		sigs.k8s.io/cluster-api/controlplane/kubeadm=kubeadm-control-plane-manager \
+		sigs.k8s.io/cluster-api/cmd/clusterctl=clusterctl
+}
+
+generators() {
+	local v
+	v=$(version generators sigs.k8s.io/controller-tools)-kustomize-$(version generators sigs.k8s.io/kustomize/kustomize/v5)
+	build generators generators "$v" "" \
+		sigs.k8s.io/controller-tools/cmd/controller-gen=controller-gen \
+		sigs.k8s.io/kustomize/kustomize/v5=kustomize
+}
+
+[[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
+for tool in "$@"; do
+	case $tool in
+	kubernetes | etcd | opentofu | clusterapi | generators) "$tool" ;;
+	all) generators; etcd; kubernetes; opentofu; clusterapi ;;
+	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
+	esac
+done
