@@ -1,0 +1,92 @@
+// Package tools finds the pinned third-party binaries (kube-apiserver, etcd,
+// kube-controller-manager, tofu, Cluster API managers) that CAPTF's tests and
+// local environment run. They are built from source by hack/tools/install.sh
+// into ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools on first use and reused
+// afterwards.
+package tools
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Binary names and the hack/tools entry that builds each.
+var toolOf = map[string]string{
+	"kube-apiserver":                "kubernetes",
+	"kube-controller-manager":       "kubernetes",
+	"etcd":                          "etcd",
+	"tofu":                          "opentofu",
+	"capi-manager":                  "clusterapi",
+	"kubeadm-bootstrap-manager":     "clusterapi",
+	"kubeadm-control-plane-manager": "clusterapi",
+	"clusterctl":                    "clusterapi",
+	"controller-gen":                "generators",
+	"kustomize":                     "generators",
+}
+
+var (
+	mu   sync.Mutex
+	dirs = map[string]string{}
+)
+
+// RepoRoot returns the root of the CAPTF checkout that holds this package.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			bytes.HasPrefix(b, []byte("module github.com/captf-io/cluster-api-provider-terraform\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no CAPTF go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Path returns the absolute path of a pinned binary, building it (once per
+// machine) if the cache does not hold it yet.
+func Path(binary string) (string, error) {
+	tool, ok := toolOf[binary]
+	if !ok {
+		return "", fmt.Errorf("unknown tool binary %q", binary)
+	}
+	dir, err := Dir(tool)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, binary), nil
+}
+
+// Dir returns the cache directory of a hack/tools entry (kubernetes, etcd,
+// opentofu, clusterapi, generators), building it if needed.
+func Dir(tool string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if d, ok := dirs[tool]; ok {
+		return d, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "tools", "install.sh"), tool)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/tools/install.sh %s: %w: %s", tool, err, stderr.String())
+	}
+	d := strings.TrimSpace(string(out))
+	dirs[tool] = d
+	return d, nil
+}
