@@ -1,0 +1,109 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is one binary of the control plane run as a child process, its
+// output kept in a log file.
+type Process struct {
+	Name    string
+	LogPath string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// StartProcess runs bin with args, writing stdout and stderr to
+// <logDir>/<name>.log. The process gets its own process group and is killed
+// if the process that started it dies.
+func StartProcess(name, bin string, args []string, logDir string) (*Process, error) {
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create log folder for %s: %w", name, err)
+	}
+	logPath := filepath.Join(logDir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create log file for %s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("failed to start %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// ExitError describes how the process ended, with the tail of its log.
+func (p *Process) ExitError() error {
+	return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, p.err, p.LogTail(20))
+}
+
+// LogTail returns the last n lines of the process's log.
+func (p *Process) LogTail(n int) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New(p.Name + " did not exit after SIGKILL")
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed to find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
