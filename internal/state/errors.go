@@ -3,14 +3,16 @@ package state
 import (
 	"errors"
 	"fmt"
+
+	v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // StateReadable reasons a read error maps onto (reference-facts §1.8).
 const (
-	ReasonCorrupt      = "StateCorrupt"
-	ReasonInconsistent = "StateInconsistent"
-	ReasonEncrypted    = "StateEncrypted"
-	ReasonNotFound     = "StateNotFound"
+	ReasonCorrupt      = v1alpha1.StateCorruptReason
+	ReasonInconsistent = v1alpha1.StateInconsistentReason
+	ReasonEncrypted    = v1alpha1.StateEncryptedReason
+	ReasonNotFound     = v1alpha1.StateNotFoundReason
 )
 
 // ErrNotFound means the object has no state Secret at all: normal before the

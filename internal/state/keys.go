@@ -1,5 +1,7 @@
 package state
 
+import v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+
 // Keys the kubernetes backend itself puts on what it writes. They are the
 // backend's, not CAPTF's, and must match it byte for byte.
 const (
@@ -19,33 +21,29 @@ const (
 	LockInfoAnnotation = "app.terraform.io/lock-info"
 	// Workspace is the only workspace CAPTF uses.
 	Workspace = "default"
+
+	backendEncodingAnnotation = "encoding"
 )
 
-// Keys CAPTF sets on state and backup Secrets. They repeat the exact names of
-// reference-facts §7.2 and §7.4.
+// CAPTF's own keys on state and backup Secrets (reference-facts §7.2, §7.4).
 const (
-	managedLabel           = "captf.io/managed"
-	ownerKindLabel         = "captf.infrastructure.cluster.x-k8s.io/owner-kind"
-	ownerNameLabel         = "captf.infrastructure.cluster.x-k8s.io/owner-name"
-	moveLabel              = "clusterctl.cluster.x-k8s.io/move"
-	stateBackupLabel       = "captf.io/state-backup"
-	stateBackupSuffixLabel = "captf.io/state-backup-suffix"
+	managedLabel           = v1alpha1.ManagedLabel
+	ownerKindLabel         = v1alpha1.OwnerKindLabel
+	ownerNameLabel         = v1alpha1.OwnerNameLabel
+	moveLabel              = v1alpha1.MoveLabel
+	stateBackupLabel       = v1alpha1.StateBackupLabel
+	stateBackupSuffixLabel = v1alpha1.StateBackupSuffixLabel
 
-	inputsHashAnnotation         = "captf.io/inputs-hash"
-	appliedAnnotation            = "captf.io/applied"
-	imageDigestAnnotation        = "captf.io/image-digest"
-	backupSerialAnnotation       = "captf.io/state-backup-serial"
-	backupLineageAnnotation      = "captf.io/state-backup-lineage"
-	backupTakenAtAnnotation      = "captf.io/state-backup-taken-at"
-	backupSourceJobAnnotation    = "captf.io/state-backup-source-job"
-	backupDigestAnnotation       = "captf.io/state-backup-digest"
-	backupResourcesAnnotation    = "captf.io/state-backup-resources"
-	backupSetAnnotation          = "captf.io/state-backup-set"
-	backupChunkAnnotation        = "captf.io/state-backup-chunk"
-	backupChunksAnnotation       = "captf.io/state-backup-chunks"
-	backendEncodingAnnotation    = "encoding"
+	inputsHashAnnotation      = v1alpha1.InputsHashAnnotation
+	appliedAnnotation         = v1alpha1.AppliedAnnotation
+	imageDigestAnnotation     = v1alpha1.ImageDigestAnnotation
+	backupSerialAnnotation    = v1alpha1.StateBackupSerialAnnotation
+	backupLineageAnnotation   = v1alpha1.StateBackupLineageAnnotation
+	backupTakenAtAnnotation   = v1alpha1.StateBackupTakenAtAnnotation
+	backupSourceJobAnnotation = v1alpha1.StateBackupSourceJobAnnotation
+	backupDigestAnnotation    = v1alpha1.StateBackupDigestAnnotation
+	backupResourcesAnnotation = v1alpha1.StateBackupResourcesAnnotation
+	backupSetAnnotation       = v1alpha1.StateBackupSetAnnotation
+	backupChunkAnnotation     = v1alpha1.StateBackupChunkAnnotation
+	backupChunksAnnotation    = v1alpha1.StateBackupChunksAnnotation
 )
-
-// InputsHashAnnotation is the annotation on the base state Secret that
-// records the inputs hash of the last successful apply.
-const InputsHashAnnotation = inputsHashAnnotation
