@@ -1,0 +1,78 @@
+# Contract inputs of the cluster role, v1alpha1 (book: Contract - Common and
+# Contract - Cluster Role), followed by this module's own user variables.
+
+variable "captf_contract" {
+  type = string
+}
+
+variable "captf_cluster" {
+  type = object({
+    name      = string
+    namespace = string
+  })
+}
+
+variable "captf_object" {
+  type = object({
+    kind      = string
+    name      = string
+    namespace = string
+  })
+}
+
+# Not passed to the cluster role; declared with a default as the contract
+# skeleton does, which is safe (a declaration without one fails validate).
+variable "captf_cluster_outputs" {
+  type    = any
+  default = null
+}
+
+variable "captf_tags" {
+  type = map(string)
+}
+
+variable "control_plane_endpoint" {
+  type    = object({ host = string, port = number })
+  default = null
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = null
+}
+
+variable "control_plane_initialized" {
+  type = bool
+}
+
+variable "cluster_network" {
+  # Every attribute is always present when cluster_network is non-null.
+  type = object({
+    pods            = list(string)
+    services        = list(string)
+    service_domain  = string
+    api_server_port = number
+  })
+  default = null
+}
+
+# User variables (spec.variables / spec.variablesFrom); each has a default so
+# the module plans when nobody sets it.
+
+# The host of the endpoint this module "creates" when neither the user nor a
+# control-plane provider supplies one. The .invalid name never resolves.
+variable "endpoint_host" {
+  type    = string
+  default = null
+}
+
+variable "endpoint_port" {
+  type    = number
+  default = 6443
+}
+
+# Names of the failure domains to report, all eligible for control planes.
+variable "failure_domain_names" {
+  type    = list(string)
+  default = []
+}
