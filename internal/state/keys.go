@@ -1,6 +1,10 @@
 package state
 
-import v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+import (
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+)
 
 // Keys the kubernetes backend itself puts on what it writes. They are the
 // backend's, not CAPTF's, and must match it byte for byte.
@@ -31,6 +35,7 @@ const (
 	ownerKindLabel         = v1alpha1.OwnerKindLabel
 	ownerNameLabel         = v1alpha1.OwnerNameLabel
 	moveLabel              = v1alpha1.MoveLabel
+	clusterNameLabel       = clusterv1.ClusterNameLabel
 	stateBackupLabel       = v1alpha1.StateBackupLabel
 	stateBackupSuffixLabel = v1alpha1.StateBackupSuffixLabel
 
