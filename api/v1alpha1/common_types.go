@@ -2,8 +2,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ImagePullPolicy is the pull policy of a module image.
@@ -93,17 +93,13 @@ type WorkspaceSpec struct {
 
 	// variables are module variables, a JSON object of at most 256 keys.
 	// Each key is a Terraform identifier that is neither a captf_ name, a
-	// contract input of the object's role nor a module meta-argument. Inline
-	// variables win over variablesFrom.
+	// contract input of the object's role nor a module meta-argument (the
+	// admission webhook checks the names). Inline variables win over
+	// variablesFrom.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z_][a-zA-Z0-9_-]*$'))",message="variable names must match ^[a-zA-Z_][a-zA-Z0-9_-]*$"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('captf_'))",message="variable names starting with captf_ are reserved"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['source', 'version', 'providers', 'count', 'for_each', 'depends_on', 'lifecycle', 'locals']))",message="module meta-arguments cannot be variable names"
-	Variables *runtime.RawExtension `json:"variables,omitempty"`
+	Variables map[string]apiextensionsv1.JSON `json:"variables,omitempty"`
 
 	// variablesFrom lists up to 16 ConfigMaps or Secrets whose keys become
 	// module variables, merged in list order (a later source wins).

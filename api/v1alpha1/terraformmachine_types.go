@@ -73,7 +73,6 @@ type TerraformMachineStatus struct {
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.spec.source == oldSelf.spec.source",message="spec.source is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.identityRef) == has(oldSelf.spec.identityRef) && (!has(self.spec.identityRef) || self.spec.identityRef == oldSelf.spec.identityRef)",message="spec.identityRef is immutable"
-// +kubebuilder:validation:XValidation:rule="has(self.spec.variables) == has(oldSelf.spec.variables) && (!has(self.spec.variables) || self.spec.variables == oldSelf.spec.variables)",message="spec.variables is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.variablesFrom) == has(oldSelf.spec.variablesFrom) && (!has(self.spec.variablesFrom) || self.spec.variablesFrom == oldSelf.spec.variablesFrom)",message="spec.variablesFrom is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.providerID) || (has(self.spec.providerID) && self.spec.providerID == oldSelf.spec.providerID)",message="spec.providerID is set once"
 
