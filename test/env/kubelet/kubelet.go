@@ -1,0 +1,385 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// DefaultNodeName is the name of the Node the kubelet registers.
+const DefaultNodeName = "captf-env"
+
+// Options configure the kubelet.
+type Options struct {
+	// Config is the client configuration the kubelet uses (the environment
+	// passes the admin configuration). Required.
+	Config *rest.Config
+	// APIServerPort is the API server's port on 127.0.0.1, given to pods as
+	// KUBERNETES_SERVICE_PORT. Required.
+	APIServerPort int
+	// Dir is the kubelet's data folder (unpacked images, pod folders and
+	// logs). Required.
+	Dir string
+	// NodeName defaults to DefaultNodeName.
+	NodeName string
+	// KubernetesVersion is reported in the Node's status (informational).
+	KubernetesVersion string
+	// Logger receives the kubelet's progress messages.
+	Logger logr.Logger
+}
+
+// Kubelet runs the pods bound to its Node as processes on this machine.
+type Kubelet struct {
+	opts   Options
+	cs     kubernetes.Interface
+	images *imageStore
+	lister corelisters.PodLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+	log    logr.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	pods   map[types.UID]*podWorker
+	byName map[string]*podWorker // namespace/name → latest worker
+}
+
+// Start registers the Node and begins binding and running pods.
+func Start(ctx context.Context, opts Options) (*Kubelet, error) {
+	if opts.Config == nil || opts.Dir == "" || opts.APIServerPort == 0 {
+		return nil, errors.New("kubelet: Options.Config, Options.Dir and Options.APIServerPort are required")
+	}
+	if opts.NodeName == "" {
+		opts.NodeName = DefaultNodeName
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	cs, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet: failed to build client: %w", err)
+	}
+	for _, d := range []string{"images", "pods"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("kubelet: failed to create data folder: %w", err)
+		}
+	}
+	k := &Kubelet{
+		opts:   opts,
+		cs:     cs,
+		images: newImageStore(filepath.Join(opts.Dir, "images")),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet"}),
+		log:    opts.Logger,
+		pods:   map[types.UID]*podWorker{},
+		byName: map[string]*podWorker{},
+	}
+	if err := k.registerNode(ctx); err != nil {
+		return nil, err
+	}
+	k.ctx, k.cancel = context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Core().V1().Pods()
+	k.lister = inf.Lister()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			k.queue.Add(key)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, n any) { enqueue(n) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		k.cancel()
+		return nil, fmt.Errorf("kubelet: failed to watch pods: %w", err)
+	}
+	factory.Start(k.ctx.Done())
+	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			k.cancel()
+			factory.Shutdown()
+			return nil, errors.New("kubelet: pod cache did not sync")
+		}
+	}
+	for range 4 {
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			for k.processNext() {
+			}
+		}()
+	}
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		<-k.ctx.Done()
+		k.queue.ShutDown()
+		factory.Shutdown()
+	}()
+	return k, nil
+}
+
+// NodeName is the name of the kubelet's Node.
+func (k *Kubelet) NodeName() string { return k.opts.NodeName }
+
+// Stop kills every running pod process (SIGTERM, SIGKILL after two
+// seconds) and stops watching.
+func (k *Kubelet) Stop() error {
+	k.cancel()
+	k.mu.Lock()
+	workers := make([]*podWorker, 0, len(k.pods))
+	for _, w := range k.pods {
+		workers = append(workers, w)
+	}
+	k.mu.Unlock()
+	for _, w := range workers {
+		<-w.done
+	}
+	k.wg.Wait()
+	return nil
+}
+
+// LogPath returns the log file of a container of the latest pod with that
+// namespace and name run by this kubelet.
+func (k *Kubelet) LogPath(namespace, pod, container string) (string, error) {
+	k.mu.Lock()
+	w, ok := k.byName[namespace+"/"+pod]
+	k.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("pod %s/%s was not run by this kubelet", namespace, pod)
+	}
+	return w.logPath(container), nil
+}
+
+// Logs returns what a container of the pod wrote to stdout and stderr.
+func (k *Kubelet) Logs(namespace, pod, container string) (string, error) {
+	p, err := k.LogPath(namespace, pod, container)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("failed to read log of %s/%s container %s: %w", namespace, pod, container, err)
+	}
+	return string(b), nil
+}
+
+// Pids returns the process ids of the containers running now.
+func (k *Kubelet) Pids() []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var pids []int
+	for _, w := range k.pods {
+		pids = append(pids, w.pids()...)
+	}
+	return pids
+}
+
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	version := k.opts.KubernetesVersion
+	if version == "" {
+		version = "v0.0.0"
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("8"),
+		corev1.ResourceMemory: resource.MustParse("32Gi"),
+		corev1.ResourcePods:   resource.MustParse("250"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: k.opts.NodeName,
+			Labels: map[string]string{
+				"kubernetes.io/hostname": k.opts.NodeName,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     runtime.GOARCH,
+			},
+		},
+	}
+	_, err := k.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubelet: failed to register Node %s: %w", k.opts.NodeName, err)
+	}
+	now := metav1.Now()
+	for range 5 {
+		n, err := k.cs.CoreV1().Nodes().Get(ctx, k.opts.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("kubelet: failed to read Node %s: %w", k.opts.NodeName, err)
+		}
+		n.Status = corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Phase:       corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "process kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeHostName, Address: k.opts.NodeName},
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				KubeletVersion: version, OperatingSystem: "linux", Architecture: runtime.GOARCH,
+				ContainerRuntimeVersion: "captf-env://1",
+			},
+		}
+		_, err = k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("kubelet: failed to report Node %s ready: %w", k.opts.NodeName, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("kubelet: Node %s kept changing while reporting it ready", k.opts.NodeName)
+}
+
+func (k *Kubelet) processNext() bool {
+	key, shutdown := k.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer k.queue.Done(key)
+	if err := k.sync(key); err != nil {
+		k.log.Error(err, "Failed to sync pod", "pod", key)
+		k.queue.AddRateLimited(key)
+		return true
+	}
+	k.queue.Forget(key)
+	return true
+}
+
+func (k *Kubelet) sync(key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := k.lister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Gone from the API (force-deleted): stop whatever still runs.
+		k.mu.Lock()
+		w := k.byName[key]
+		k.mu.Unlock()
+		if w != nil {
+			w.markDeleted(-1)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		if pod.DeletionTimestamp != nil {
+			return nil
+		}
+		return k.bind(pod)
+	}
+	if pod.Spec.NodeName != k.opts.NodeName {
+		return nil
+	}
+	k.mu.Lock()
+	w, running := k.pods[pod.UID]
+	if !running {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			k.mu.Unlock()
+			if pod.DeletionTimestamp != nil {
+				return k.forceDelete(pod.Namespace, pod.Name, pod.UID)
+			}
+			return nil
+		}
+		if k.ctx.Err() != nil {
+			k.mu.Unlock()
+			return nil
+		}
+		w = newPodWorker(k, pod)
+		k.pods[pod.UID] = w
+		k.byName[key] = w
+		k.mu.Unlock()
+		go w.run(pod.DeepCopy())
+		return nil
+	}
+	k.mu.Unlock()
+	if pod.DeletionTimestamp != nil {
+		grace := int64(-1)
+		if pod.DeletionGracePeriodSeconds != nil {
+			grace = *pod.DeletionGracePeriodSeconds
+		}
+		w.markDeleted(grace)
+		select {
+		case <-w.done:
+			return k.forceDelete(pod.Namespace, pod.Name, pod.UID)
+		default:
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) bind(pod *corev1.Pod) error {
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: k.opts.NodeName},
+	}
+	err := k.cs.CoreV1().Pods(pod.Namespace).Bind(k.ctx, b, metav1.CreateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to bind pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	k.log.V(1).Info("Bound pod", "pod", pod.Namespace+"/"+pod.Name, "node", k.opts.NodeName)
+	return nil
+}
+
+// forceDelete removes a pod whose processes have exited (grace 0), as the
+// kubelet does once a deleted pod has terminated.
+func (k *Kubelet) forceDelete(ns, name string, uid types.UID) error {
+	zero := int64(0)
+	err := k.cs.CoreV1().Pods(ns).Delete(k.ctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || k.ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to delete terminated pod %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// retryDelay waits d, or less if ctx or stop ends first; it reports whether
+// the full delay passed.
+func retryDelay(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	}
+}
