@@ -197,8 +197,7 @@ type BackupOutcome struct {
 // state, so unreadable or lost state never costs a backup. A failed copy
 // returns an error and leaves the serial without a complete set, so the next
 // pass copies it again.
-func SyncBackups(ctx context.Context, c client.Client, owner Owner, st *State, readErr error, opts BackupOptions) (BackupOutcome, error) {
-	var out BackupOutcome
+func SyncBackups(ctx context.Context, c client.Client, owner Owner, st *State, readErr error, opts BackupOptions) (out BackupOutcome, err error) {
 	suffix, err := owner.Suffix()
 	if err != nil {
 		return out, err
