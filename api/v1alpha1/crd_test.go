@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 // The CRDs as generated, plus Cluster API's own, installed into a real
@@ -41,8 +42,29 @@ func run(m *testing.M) int {
 		return 1
 	}
 	capiDir := strings.TrimSpace(string(capi))
+	// The CRDs as shipped: config/crd rendered by kustomize.
+	kustomize, err := tools.Path("kustomize")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rendered, err := exec.Command(kustomize, "build", filepath.Join("..", "..", "config", "crd")).Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kustomize build config/crd:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "captf-crds-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "captf.yaml"), rendered, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env, cfg, err := envtest.Start(
-		filepath.Join("..", "..", "config", "crd", "bases"),
+		dir,
 		filepath.Join(capiDir, "core", "config", "crd", "bases"),
 		filepath.Join(capiDir, "bootstrap", "kubeadm", "config", "crd", "bases"),
 		filepath.Join(capiDir, "controlplane", "kubeadm", "config", "crd", "bases"),

@@ -36,6 +36,7 @@ build() {
 	if [[ ! -f $dest/.complete ]]; then
 		local tmp
 		tmp=$(mktemp -d "$cache/.$name-$ver.XXXXXX")
+		chmod 755 "$tmp"
 		local start=$SECONDS
 		echo "captf: building $name $ver (first run on this machine; cached afterwards)" >&2
 		local spec pkg bin
