@@ -1,0 +1,282 @@
+package capi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	bootstrapsetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
+	controlplanesetup "sigs.k8s.io/cluster-api/controlplane/kubeadm/setup"
+	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	coresetup "sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/index"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+// Module is the Cluster API Go module whose controllers and CRDs run.
+const Module = "sigs.k8s.io/cluster-api"
+
+// CRDPaths returns the CRD folders of the pinned Cluster API module: core,
+// kubeadm bootstrap and kubeadm control plane.
+func CRDPaths() ([]string, error) {
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to locate the %s module: %w", Module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return nil, fmt.Errorf("the %s module is not downloaded (run go mod download)", Module)
+	}
+	return []string{
+		filepath.Join(dir, "core", "config", "crd", "bases"),
+		filepath.Join(dir, "bootstrap", "kubeadm", "config", "crd", "bases"),
+		filepath.Join(dir, "controlplane", "kubeadm", "config", "crd", "bases"),
+	}, nil
+}
+
+// InstallCRDs installs the CRDs found in paths (files or folders) and waits
+// until they are served.
+func InstallCRDs(cfg *rest.Config, paths ...string) error {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths:              paths,
+		ErrorIfPathMissing: true,
+		PollInterval:       50 * time.Millisecond,
+		MaxTime:            time.Minute,
+	}); err != nil {
+		return fmt.Errorf("failed to install CRDs from %v: %w", paths, err)
+	}
+	return nil
+}
+
+// Scheme returns a scheme with the Kubernetes and Cluster API types.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
+	_ = clusterv1.AddToScheme(s)
+	_ = bootstrapv1.AddToScheme(s)
+	_ = controlplanev1.AddToScheme(s)
+	return s
+}
+
+// Options configure the in-process Cluster API.
+type Options struct {
+	// Config is the admin client configuration. Required.
+	Config *rest.Config
+	// Logger receives the controllers' logs (default: discarded).
+	Logger logr.Logger
+	// SkipCRDs leaves CRD installation to the caller.
+	SkipCRDs bool
+}
+
+// CAPI is the running set of Cluster API managers.
+type CAPI struct {
+	cancel context.CancelFunc
+	done   []chan error
+}
+
+// Start installs the CRDs and starts the core, kubeadm bootstrap and kubeadm
+// control-plane managers; it returns once their caches have synced.
+func Start(ctx context.Context, opts Options) (*CAPI, error) {
+	if opts.Config == nil {
+		return nil, errors.New("capi: Options.Config is required")
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	if !opts.SkipCRDs {
+		paths, err := CRDPaths()
+		if err != nil {
+			return nil, err
+		}
+		if err := InstallCRDs(opts.Config, paths...); err != nil {
+			return nil, err
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c := &CAPI{cancel: cancel}
+	type provider struct {
+		name  string
+		cache func(*runtime.Scheme) ctrl.Options
+		setup func(context.Context, ctrl.Manager) error
+	}
+	sync := 10 * time.Minute
+	providers := []provider{
+		{"capi-core", func(s *runtime.Scheme) ctrl.Options {
+			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-core", "", sync), Client: coresetup.ManagerClientOptions()}
+		}, setupCore},
+		{"capi-kubeadm-bootstrap", func(s *runtime.Scheme) ctrl.Options {
+			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap", "", sync), Client: bootstrapsetup.ManagerClientOptions()}
+		}, setupBootstrap},
+		{"capi-kubeadm-control-plane", func(s *runtime.Scheme) ctrl.Options {
+			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane", "", sync), Client: controlplanesetup.ManagerClientOptions()}
+		}, setupControlPlane},
+	}
+	for _, p := range providers {
+		s := Scheme()
+		mo := p.cache(s)
+		mo.Scheme = s
+		mo.Logger = opts.Logger.WithName(p.name)
+		mo.Metrics = metricsserver.Options{BindAddress: "0"}
+		mo.HealthProbeBindAddress = "0"
+		mo.LeaderElection = false
+		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: 2 * time.Minute}
+		mgr, err := ctrl.NewManager(opts.Config, mo)
+		if err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("capi: failed to create the %s manager: %w", p.name, err)
+		}
+		if err := p.setup(runCtx, mgr); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("capi: failed to set up %s: %w", p.name, err)
+		}
+		done := make(chan error, 1)
+		c.done = append(c.done, done)
+		go func() { done <- mgr.Start(runCtx) }()
+		waitCtx, waitCancel := context.WithTimeout(ctx, 2*time.Minute)
+		synced := mgr.GetCache().WaitForCacheSync(waitCtx)
+		waitCancel()
+		if !synced {
+			c.Stop()
+			return nil, fmt.Errorf("capi: the %s manager's cache did not sync", p.name)
+		}
+	}
+	return c, nil
+}
+
+// Stop stops the managers and waits for them to finish.
+func (c *CAPI) Stop() error {
+	c.cancel()
+	var errs []error
+	for _, d := range c.done {
+		if err := <-d; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
+
+func newClusterCache(ctx context.Context, mgr ctrl.Manager, name string, clientOpts clustercache.ClientOptions, cacheOpts clustercache.CacheOptions) (clustercache.ClusterCache, error) {
+	secretClient, err := coresetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create secret caching client: %w", err)
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretClient,
+		Cache:        cacheOpts,
+		Client:       clientOpts,
+	}, concurrency(10))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the %s ClusterCache: %w", name, err)
+	}
+	return cc, nil
+}
+
+func setupCore(ctx context.Context, mgr ctrl.Manager) error {
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("failed to add indexes: %w", err)
+	}
+	cc, err := newClusterCache(ctx, mgr, "core",
+		coresetup.ClusterCacheClientOptions("capi-core", 20, 30), coresetup.ClusterCacheCacheOptions())
+	if err != nil {
+		return err
+	}
+	c, r := mgr.GetClient(), mgr.GetAPIReader()
+	if err := (&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc,
+		RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("cluster controller: %w", err)
+	}
+	if err := (&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc,
+		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("machine controller: %w", err)
+	}
+	if err := (&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("machineset controller: %w", err)
+	}
+	if err := (&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("machinedeployment controller: %w", err)
+	}
+	if err := (&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("machinepool controller: %w", err)
+	}
+	if err := (&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("machinehealthcheck controller: %w", err)
+	}
+	return nil
+}
+
+func setupBootstrap(ctx context.Context, mgr ctrl.Manager) error {
+	cc, err := newClusterCache(ctx, mgr, "kubeadm bootstrap",
+		bootstrapsetup.ClusterCacheClientOptions("capi-kubeadm-bootstrap", 20, 30), bootstrapsetup.ClusterCacheCacheOptions())
+	if err != nil {
+		return err
+	}
+	secretClient, err := bootstrapsetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return fmt.Errorf("failed to create secret caching client: %w", err)
+	}
+	if err := (&kubeadmconfig.Reconciler{
+		Client: mgr.GetClient(), SecretCachingClient: secretClient, APIReader: mgr.GetAPIReader(),
+		ClusterCache: cc, TokenTTL: kubeadmconfig.DefaultTokenTTL,
+	}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return fmt.Errorf("kubeadmconfig controller: %w", err)
+	}
+	return nil
+}
+
+func setupControlPlane(ctx context.Context, mgr ctrl.Manager) error {
+	cc, err := newClusterCache(ctx, mgr, "kubeadm control plane",
+		controlplanesetup.ClusterCacheClientOptions("capi-kubeadm-control-plane", 20, 30), controlplanesetup.ClusterCacheCacheOptions())
+	if err != nil {
+		return err
+	}
+	secretClient, err := controlplanesetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return fmt.Errorf("failed to create secret caching client: %w", err)
+	}
+	if err := (&kubeadmcontrolplane.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretClient,
+		ClusterCache: cc, EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
+		EtcdLogger: zap.NewNop(), RemoteConditionsGracePeriod: 5 * time.Minute,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10, ReconciliationTimeout: 3 * time.Minute}); err != nil {
+		return fmt.Errorf("kubeadmcontrolplane controller: %w", err)
+	}
+	return nil
+}
