@@ -59,25 +59,26 @@ func (v Verdict) Valid() bool { return v.Status == StatusTrue }
 const maxListedProblems = 5
 
 type decoder struct {
-	raw      RawOutputs
-	missing  []string
-	pending  []string
-	problems []Problem
+	raw        RawOutputs
+	undeclared []string
+	missing    []string
+	pending    []string
+	problems   []Problem
 }
 
 func (d *decoder) problem(path, rule string) {
 	d.problems = append(d.problems, Problem{Path: path, Rule: rule})
 }
 
-// value returns the parsed JSON value of output name; ok is false when the
-// output is absent (recorded as missing) or unparsable (recorded as a
-// problem).
+// value returns the parsed JSON value of output name (nil for null or
+// absent); ok is false when the output is undeclared (recorded as missing)
+// or unparsable (recorded as a problem).
 func (d *decoder) value(name string) (any, bool) {
-	raw, declared := d.raw[name]
-	if !declared {
+	if slices.Contains(d.undeclared, name) {
 		d.missing = append(d.missing, name)
 		return nil, false
 	}
+	raw := d.raw[name]
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, true
 	}
@@ -135,10 +136,17 @@ func (d *decoder) verdict(extra func(*Verdict)) Verdict {
 	return v
 }
 
+// ClusterFacts are the facts a cluster's outputs are checked against.
+type ClusterFacts struct {
+	// Undeclared lists contract outputs the module is known not to declare
+	// (OutputsMissing).
+	Undeclared []string
+}
+
 // DecodeClusterOutputs decodes the cluster role's outputs and validates them
 // against the contract and the Cluster API markers.
-func DecodeClusterOutputs(raw RawOutputs) (ClusterOutputs, Verdict) {
-	d := &decoder{raw: raw}
+func DecodeClusterOutputs(raw RawOutputs, facts ClusterFacts) (ClusterOutputs, Verdict) {
+	d := &decoder{raw: raw, undeclared: facts.Undeclared}
 	var out ClusterOutputs
 	if v, ok := d.value(OutputControlPlaneEndpoint); ok {
 		out.ControlPlaneEndpoint = d.endpoint(OutputControlPlaneEndpoint, v)
@@ -171,12 +179,15 @@ type MachineFacts struct {
 	RequestedFailureDomain *string
 	// ProviderID is TerraformMachine.spec.providerID, "" while unset.
 	ProviderID string
+	// Undeclared lists contract outputs the module is known not to declare
+	// (OutputsMissing).
+	Undeclared []string
 }
 
 // DecodeMachineOutputs decodes the machine role's outputs and validates them
 // against the contract, the Cluster API markers and the machine's facts.
 func DecodeMachineOutputs(raw RawOutputs, facts MachineFacts) (MachineOutputs, Verdict) {
-	d := &decoder{raw: raw}
+	d := &decoder{raw: raw, undeclared: facts.Undeclared}
 	var out MachineOutputs
 	if v, ok := d.value(OutputProviderID); ok {
 		out.ProviderID = d.providerID(OutputProviderID, v)
@@ -220,10 +231,17 @@ func DecodeMachineOutputs(raw RawOutputs, facts MachineFacts) (MachineOutputs, V
 	})
 }
 
+// MachinePoolFacts are the facts a pool's outputs are checked against.
+type MachinePoolFacts struct {
+	// Undeclared lists contract outputs the module is known not to declare
+	// (OutputsMissing).
+	Undeclared []string
+}
+
 // DecodeMachinePoolOutputs decodes the machinepool role's outputs and
 // validates them against the contract and the Cluster API markers.
-func DecodeMachinePoolOutputs(raw RawOutputs) (MachinePoolOutputs, Verdict) {
-	d := &decoder{raw: raw}
+func DecodeMachinePoolOutputs(raw RawOutputs, facts MachinePoolFacts) (MachinePoolOutputs, Verdict) {
+	d := &decoder{raw: raw, undeclared: facts.Undeclared}
 	var out MachinePoolOutputs
 	if v, ok := d.value(OutputProviderID); ok {
 		out.ProviderID = d.providerID(OutputProviderID, v)

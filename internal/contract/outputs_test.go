@@ -41,6 +41,7 @@ func TestDecodeClusterOutputs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		raw     RawOutputs
+		facts   ClusterFacts
 		reason  string
 		check   func(t *testing.T, o ClusterOutputs)
 		problem string
@@ -50,11 +51,12 @@ func TestDecodeClusterOutputs(t *testing.T) {
 				t.Errorf("decoded %+v", o)
 			}
 		}},
-		{name: "an_undeclared_output_is_OutputsMissing", raw: without(clusterRaw(), OutputExports), reason: ReasonOutputsMissing},
+		{name: "an_undeclared_output_is_OutputsMissing", raw: clusterRaw(), facts: ClusterFacts{Undeclared: []string{OutputExports}}, reason: ReasonOutputsMissing, problem: "exports"},
+		{name: "an_output_absent_from_state_reads_as_null_since_null_root_outputs_are_not_stored", raw: without(clusterRaw(), OutputExports), reason: ReasonOutputsPending, problem: "exports"},
 		{name: "control_plane_endpoint_may_stay_null_forever", raw: clusterRaw(OutputControlPlaneEndpoint, `null`), reason: ReasonOutputsValid},
 		{name: "a_half_set_endpoint_is_OutputsInvalid", raw: clusterRaw(OutputControlPlaneEndpoint, `{"host":"lb","port":null}`), reason: ReasonOutputsInvalid, problem: "control_plane_endpoint: host and port must be set together"},
 		{name: "an_endpoint_port_out_of_range_is_OutputsInvalid", raw: clusterRaw(OutputControlPlaneEndpoint, `{"host":"lb","port":70000}`), reason: ReasonOutputsInvalid, problem: "control_plane_endpoint.port"},
-		{name: "an_endpoint_host_over_512_is_OutputsInvalid", raw: clusterRaw(OutputControlPlaneEndpoint, `{"host":"` + strings.Repeat("h", 513) + `","port":1}`), reason: ReasonOutputsInvalid, problem: "control_plane_endpoint.host"},
+		{name: "an_endpoint_host_over_512_is_OutputsInvalid", raw: clusterRaw(OutputControlPlaneEndpoint, `{"host":"`+strings.Repeat("h", 513)+`","port":1}`), reason: ReasonOutputsInvalid, problem: "control_plane_endpoint.host"},
 		{name: "failure_domains_null_and_empty_both_clear", raw: clusterRaw(OutputFailureDomains, `null`), reason: ReasonOutputsValid, check: func(t *testing.T, o ClusterOutputs) {
 			if o.FailureDomains != nil {
 				t.Errorf("got %v", o.FailureDomains)
@@ -81,7 +83,7 @@ func TestDecodeClusterOutputs(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, v := DecodeClusterOutputs(tc.raw)
+			o, v := DecodeClusterOutputs(tc.raw, tc.facts)
 			if v.Reason != tc.reason {
 				t.Fatalf("reason = %s (%s), want %s", v.Reason, v.Message, tc.reason)
 			}
@@ -133,7 +135,7 @@ func TestDecodeMachineOutputs(t *testing.T) {
 		{name: "a_later_non_null_provider_id_change_is_ProviderIDChanged", raw: machineRaw(), facts: MachineFacts{ProviderID: "aws:///us-east-1a/i-0"}, reason: ReasonProviderIDChanged},
 		{name: "the_same_provider_id_is_valid", raw: machineRaw(), facts: MachineFacts{ProviderID: "aws:///us-east-1a/i-1"}, reason: ReasonOutputsValid},
 		{name: "addresses_are_sorted_InternalIP_InternalDNS_ExternalIP_ExternalDNS_Hostname_then_address",
-			raw: machineRaw(OutputAddresses, `[{"type":"Hostname","address":"h"},{"type":"ExternalIP","address":"9.9.9.9"},{"type":"InternalIP","address":"10.0.0.2"},{"type":"ExternalDNS","address":"e.example"},{"type":"InternalIP","address":"10.0.0.1"},{"type":"InternalDNS","address":"i.internal"}]`),
+			raw:    machineRaw(OutputAddresses, `[{"type":"Hostname","address":"h"},{"type":"ExternalIP","address":"9.9.9.9"},{"type":"InternalIP","address":"10.0.0.2"},{"type":"ExternalDNS","address":"e.example"},{"type":"InternalIP","address":"10.0.0.1"},{"type":"InternalDNS","address":"i.internal"}]`),
 			reason: ReasonOutputsValid, check: func(t *testing.T, o MachineOutputs) {
 				want := []Address{{"InternalIP", "10.0.0.1"}, {"InternalIP", "10.0.0.2"}, {"InternalDNS", "i.internal"}, {"ExternalIP", "9.9.9.9"}, {"ExternalDNS", "e.example"}, {"Hostname", "h"}}
 				if !reflect.DeepEqual(o.Addresses, want) {
@@ -162,8 +164,9 @@ func TestDecodeMachineOutputs(t *testing.T) {
 				t.Error("null must decode to false")
 			}
 		}},
-		{name: "interruptible_must_be_declared", raw: without(machineRaw(), OutputInterruptible), reason: ReasonOutputsMissing, problem: "interruptible"},
-		{name: "missing_beats_invalid", raw: without(machineRaw(OutputProviderID, `[]`), OutputHealth), reason: ReasonOutputsMissing},
+		{name: "interruptible_must_be_declared", raw: machineRaw(), facts: MachineFacts{Undeclared: []string{OutputInterruptible}}, reason: ReasonOutputsMissing, problem: "interruptible"},
+		{name: "interruptible_absent_from_state_is_false", raw: without(machineRaw(), OutputInterruptible), reason: ReasonOutputsValid},
+		{name: "missing_beats_invalid", raw: machineRaw(OutputProviderID, `[]`), facts: MachineFacts{Undeclared: []string{OutputHealth}}, reason: ReasonOutputsMissing},
 		{name: "invalid_beats_pending", raw: machineRaw(OutputProviderID, `null`, OutputAddresses, `"x"`), reason: ReasonOutputsInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,6 +206,7 @@ func TestDecodeMachinePoolOutputs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		raw     RawOutputs
+		facts   MachinePoolFacts
 		reason  string
 		check   func(t *testing.T, o MachinePoolOutputs)
 		problem string
@@ -251,7 +255,7 @@ func TestDecodeMachinePoolOutputs(t *testing.T) {
 		{name: "instance_addresses_are_validated_like_the_machine_role", raw: poolRaw(OutputInstances, `[{"provider_id":"a","addresses":[{"type":"x","address":"y"}]}]`), reason: ReasonOutputsInvalid, problem: "instances[0].addresses[0].type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, v := DecodeMachinePoolOutputs(tc.raw)
+			o, v := DecodeMachinePoolOutputs(tc.raw, tc.facts)
 			if v.Reason != tc.reason {
 				t.Fatalf("reason = %s (%s), want %s", v.Reason, v.Message, tc.reason)
 			}
@@ -288,7 +292,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestVerdictStatusesAndValueFreeMessages(t *testing.T) {
 	secret := "SENTINEL-SECRET-VALUE"
-	_, v := DecodeClusterOutputs(clusterRaw(OutputExports, `{"password":"`+secret+`","ratio":0.25}`))
+	_, v := DecodeClusterOutputs(clusterRaw(OutputExports, `{"password":"`+secret+`","ratio":0.25}`), ClusterFacts{})
 	if v.Status != StatusFalse || strings.Contains(v.Message, secret) || strings.Contains(v.Message, "0.25") {
 		t.Errorf("verdict %+v carries a value", v)
 	}
@@ -303,15 +307,15 @@ func TestVerdictStatusesAndValueFreeMessages(t *testing.T) {
 		var got Verdict
 		switch reason {
 		case ReasonOutputsValid:
-			_, got = DecodeMachinePoolOutputs(poolRaw())
+			_, got = DecodeMachinePoolOutputs(poolRaw(), MachinePoolFacts{})
 		case ReasonInstancesTruncated:
-			_, got = DecodeMachinePoolOutputs(poolRaw(OutputInstances, instList(1001)))
+			_, got = DecodeMachinePoolOutputs(poolRaw(OutputInstances, instList(1001)), MachinePoolFacts{})
 		case ReasonOutputsPending:
-			_, got = DecodeMachinePoolOutputs(poolRaw(OutputHealth, `null`))
+			_, got = DecodeMachinePoolOutputs(poolRaw(OutputHealth, `null`), MachinePoolFacts{})
 		case ReasonOutputsMissing:
-			_, got = DecodeMachinePoolOutputs(without(poolRaw(), OutputInstances))
+			_, got = DecodeMachinePoolOutputs(poolRaw(), MachinePoolFacts{Undeclared: []string{OutputInstances}})
 		case ReasonOutputsInvalid:
-			_, got = DecodeMachinePoolOutputs(poolRaw(OutputHealth, `[]`))
+			_, got = DecodeMachinePoolOutputs(poolRaw(OutputHealth, `[]`), MachinePoolFacts{})
 		}
 		if got.Reason != reason || got.Status != status || got.Valid() != (status == StatusTrue) {
 			t.Errorf("%s: got %s/%s", reason, got.Status, got.Reason)

@@ -61,8 +61,12 @@ type Instance struct {
 }
 
 // RawOutputs maps each root output name to its JSON value, as read from
-// the state. An absent key is an output the module does not declare; a
-// present key whose value is JSON null is a declared output that is null.
+// the state. OpenTofu and Terraform leave a root output whose value is null
+// out of the state altogether, so an absent key reads as null, exactly like
+// a present JSON null. That a module does not declare an output cannot be
+// seen in the state (the generated root references every contract output,
+// so such a module fails validate); the caller reports it through the facts'
+// Undeclared list.
 type RawOutputs map[string]json.RawMessage
 
 // ClusterOutputs are the decoded outputs of the cluster role.

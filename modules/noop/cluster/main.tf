@@ -18,7 +18,7 @@ resource "terraform_data" "substrate" {
   input = {
     cluster                   = var.captf_cluster
     object                    = var.captf_object
-    tags                      = var.captf_tags
+    tags                      = merge(var.extra_tags, var.captf_tags)
     endpoint                  = local.endpoint
     kubernetes_version        = var.kubernetes_version
     control_plane_initialized = var.control_plane_initialized

@@ -76,3 +76,10 @@ variable "failure_domain_names" {
   type    = list(string)
   default = []
 }
+
+# Extra tags merged into captf_tags on the stand-in resource (captf_tags
+# wins on a shared key).
+variable "extra_tags" {
+  type    = map(string)
+  default = {}
+}
