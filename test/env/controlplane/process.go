@@ -27,6 +27,12 @@ type Process struct {
 // <logDir>/<name>.log. The process gets its own process group and is killed
 // if the process that started it dies.
 func StartProcess(name, bin string, args []string, logDir string) (*Process, error) {
+	return StartProcessEnv(name, bin, args, logDir, nil)
+}
+
+// StartProcessEnv is StartProcess with extra environment variables
+// (NAME=value) added to the current environment.
+func StartProcessEnv(name, bin string, args []string, logDir string, env []string) (*Process, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create log folder for %s: %w", name, err)
 	}
@@ -38,6 +44,9 @@ func StartProcess(name, bin string, args []string, logDir string) (*Process, err
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

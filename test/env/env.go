@@ -1,0 +1,331 @@
+package env
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/controlplane"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/kubelet"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/registry"
+)
+
+// Options choose the parts of the environment. The zero value starts etcd
+// and kube-apiserver only.
+type Options struct {
+	// ControllerManager starts kube-controller-manager (Jobs get Pods,
+	// owners garbage-collect dependents, namespaces finish deleting,
+	// ServiceAccounts and the root CA ConfigMap appear). Implied by CAPI and
+	// Kubelet.
+	ControllerManager bool
+	// CAPI runs Cluster API's core, kubeadm bootstrap and kubeadm
+	// control-plane controllers in-process, with their CRDs.
+	CAPI bool
+	// Kubelet runs the process kubelet (registers Node captf-env and runs
+	// the pods scheduled to it). Requires root.
+	Kubelet bool
+	// Registry serves a loopback OCI registry.
+	Registry bool
+
+	// CRDPaths are extra CRD files or folders to install (e.g. CAPTF's
+	// config/crd/bases), before Manager starts.
+	CRDPaths []string
+	// Manager, when set, runs in its own goroutine once everything else is
+	// up (e.g. the CAPTF manager in-process); its context ends at Stop, and
+	// Stop waits for it to return.
+	Manager func(ctx context.Context, e *Env) error
+	// ManagerCommand, when set, runs as a process once everything else is
+	// up, with KUBECONFIG set to the admin kubeconfig; Stop sends it
+	// SIGTERM. The first element is the binary.
+	ManagerCommand []string
+
+	// Dir is the data folder; default a new temporary folder that Stop
+	// removes unless KeepDir is set.
+	Dir     string
+	KeepDir bool
+	// Logger receives the in-process components' logs (default discarded).
+	Logger logr.Logger
+}
+
+// Env is a running environment.
+type Env struct {
+	// Dir is the data folder (certificates, etcd, logs, pods).
+	Dir string
+	// Config is the admin (system:masters) client configuration.
+	Config *rest.Config
+	// KubeconfigPath is the admin kubeconfig file.
+	KubeconfigPath string
+	// APIServerPort is the API server's port on 127.0.0.1.
+	APIServerPort int
+	// Registry is host:port of the loopback registry ("" without one).
+	Registry string
+	// Client is a controller-runtime client with the Kubernetes and
+	// Cluster API types; Clientset a client-go clientset.
+	Client    client.Client
+	Clientset kubernetes.Interface
+
+	ControlPlane *controlplane.ControlPlane
+	Kubelet      *kubelet.Kubelet
+	CAPI         *capi.CAPI
+	reg          *registry.Registry
+
+	opts       Options
+	ownDir     bool
+	stopOnce   sync.Once
+	stopErr    error
+	mgrCancel  context.CancelFunc
+	mgrDone    chan error
+	mgrProcess *controlplane.Process
+}
+
+// Start brings the environment up. On error, whatever was started is
+// stopped again.
+func Start(ctx context.Context, opts Options) (e *Env, err error) {
+	if opts.CAPI || opts.Kubelet {
+		opts.ControllerManager = true
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	e = &Env{opts: opts, Dir: opts.Dir}
+	if e.Dir == "" {
+		if e.Dir, err = os.MkdirTemp("", "captf-env-"); err != nil {
+			return nil, fmt.Errorf("env: failed to create data folder: %w", err)
+		}
+		e.ownDir = true
+	} else if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("env: failed to create data folder: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+			e = nil
+		}
+	}()
+
+	if opts.Registry {
+		if e.reg, err = registry.Start(); err != nil {
+			return e, err
+		}
+		e.Registry = e.reg.Host
+	}
+	if e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+		Dir:               filepath.Join(e.Dir, "controlplane"),
+		ControllerManager: opts.ControllerManager,
+	}); err != nil {
+		return e, err
+	}
+	e.Config, e.KubeconfigPath, e.APIServerPort = e.ControlPlane.Config, e.ControlPlane.KubeconfigPath, e.ControlPlane.Port
+	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return e, fmt.Errorf("env: failed to build clientset: %w", err)
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: capi.Scheme()}); err != nil {
+		return e, fmt.Errorf("env: failed to build client: %w", err)
+	}
+
+	// Cluster API and the kubelet start side by side.
+	var wg sync.WaitGroup
+	var capiErr, kubeletErr error
+	if opts.CAPI {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.CAPI, capiErr = capi.Start(ctx, capi.Options{Config: e.Config, Logger: opts.Logger})
+		}()
+	}
+	if opts.Kubelet {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Kubelet, kubeletErr = kubelet.Start(ctx, kubelet.Options{
+				Config:            e.Config,
+				APIServerPort:     e.APIServerPort,
+				Dir:               filepath.Join(e.Dir, "kubelet"),
+				KubernetesVersion: serverVersion(e.Clientset),
+				Logger:            opts.Logger.WithName("kubelet"),
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(capiErr, kubeletErr); err != nil {
+		return e, err
+	}
+	if len(opts.CRDPaths) > 0 {
+		if err := capi.InstallCRDs(e.Config, opts.CRDPaths...); err != nil {
+			return e, err
+		}
+	}
+
+	if opts.Manager != nil {
+		mctx, cancel := context.WithCancel(context.Background())
+		e.mgrCancel, e.mgrDone = cancel, make(chan error, 1)
+		go func() { e.mgrDone <- opts.Manager(mctx, e) }()
+	}
+	if len(opts.ManagerCommand) > 0 {
+		bin := opts.ManagerCommand[0]
+		if e.mgrProcess, err = controlplane.StartProcessEnv("manager", bin, opts.ManagerCommand[1:],
+			filepath.Join(e.Dir, "logs"), []string{"KUBECONFIG=" + e.KubeconfigPath}); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+func serverVersion(cs kubernetes.Interface) string {
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return ""
+	}
+	return v.GitVersion
+}
+
+// ForTest starts an environment for a test and stops it when the test ends.
+// It fails the test if the environment does not start.
+func ForTest(t testing.TB, opts Options) *Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("failed to start the local environment: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("failed to stop the local environment: %v", err)
+		}
+	})
+	return e
+}
+
+// Stop stops everything in reverse order and removes the data folder when
+// Start created it (and KeepDir is not set). It is safe to call twice.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		var errs []error
+		if e.mgrProcess != nil {
+			errs = append(errs, e.mgrProcess.Stop(30*time.Second))
+		}
+		if e.mgrCancel != nil {
+			e.mgrCancel()
+			if err := <-e.mgrDone; err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("manager: %w", err))
+			}
+		}
+		if e.Kubelet != nil {
+			errs = append(errs, e.Kubelet.Stop())
+		}
+		if e.CAPI != nil {
+			errs = append(errs, e.CAPI.Stop())
+		}
+		if e.ControlPlane != nil {
+			errs = append(errs, e.ControlPlane.Stop())
+		}
+		if e.reg != nil {
+			errs = append(errs, e.reg.Stop())
+		}
+		if e.ownDir && !e.opts.KeepDir {
+			if err := os.RemoveAll(e.Dir); err != nil {
+				errs = append(errs, fmt.Errorf("failed to remove %s: %w", e.Dir, err))
+			}
+		}
+		e.stopErr = errors.Join(errs...)
+	})
+	return e.stopErr
+}
+
+// PushImage pushes img to the loopback registry under repo (with a tag,
+// e.g. "captf/noop-cluster:dev") and returns <registry>/<repo>@sha256:….
+func (e *Env) PushImage(ctx context.Context, repo string, img v1.Image) (string, error) {
+	if e.reg == nil {
+		return "", errors.New("env: started without a registry")
+	}
+	return e.reg.Push(ctx, repo, img)
+}
+
+// ImageRef returns the reference of repo in the loopback registry.
+func (e *Env) ImageRef(repo string) string { return e.Registry + "/" + repo }
+
+// Logs returns the output of a container of a pod the kubelet ran.
+func (e *Env) Logs(namespace, pod, container string) (string, error) {
+	if e.Kubelet == nil {
+		return "", errors.New("env: started without a kubelet")
+	}
+	return e.Kubelet.Logs(namespace, pod, container)
+}
+
+// Pids returns the process ids of the environment's child processes
+// (control plane, manager process, running containers).
+func (e *Env) Pids() []int {
+	var pids []int
+	if e.ControlPlane != nil {
+		pids = append(pids, e.ControlPlane.Pids()...)
+	}
+	if e.mgrProcess != nil {
+		pids = append(pids, e.mgrProcess.Pid())
+	}
+	if e.Kubelet != nil {
+		pids = append(pids, e.Kubelet.Pids()...)
+	}
+	return pids
+}
+
+// RSS returns the resident memory in bytes of the environment's processes
+// and of the calling process (which hosts Cluster API, the kubelet and the
+// registry), each from /proc/<pid>/status.
+func (e *Env) RSS() (total int64, perProcess map[string]int64, err error) {
+	perProcess = map[string]int64{}
+	pids := append([]int{os.Getpid()}, e.Pids()...)
+	for _, pid := range pids {
+		name, rss, err := procRSS(pid)
+		if err != nil {
+			return 0, nil, err
+		}
+		key := name + "/" + strconv.Itoa(pid)
+		if pid == os.Getpid() {
+			key = "self(" + name + ")"
+		}
+		perProcess[key] = rss
+		total += rss
+	}
+	return total, perProcess, nil
+}
+
+func procRSS(pid int) (string, int64, error) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return "", 0, fmt.Errorf("failed to read status of process %d: %w", pid, err)
+	}
+	defer f.Close()
+	var name string
+	var rss int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "Name:"); ok {
+			name = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			fields := strings.Fields(v)
+			if len(fields) > 0 {
+				kb, _ := strconv.ParseInt(fields[0], 10, 64)
+				rss = kb * 1024
+			}
+		}
+	}
+	return name, rss, nil
+}
