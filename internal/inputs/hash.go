@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs/canonical"
@@ -34,11 +35,15 @@ const (
 // metadata, UIDs, the resolved digest, the pull policy — can reach it.
 func computeHash(role contract.Role, image string, fields []field, excluded []string, vars Variables) (string, error) {
 	inputs := make(map[string]any, len(fields))
+	hint := 4096
 	for _, f := range fields {
 		if slices.Contains(excluded, f.k) {
 			continue
 		}
 		inputs[f.k] = tree(f.v)
+		if s, ok := f.v.(string); ok {
+			hint += len(s)
+		}
 	}
 	doc := map[string]any{
 		hashKeyScheme:   HashScheme,
@@ -51,11 +56,28 @@ func computeHash(role contract.Role, image string, fields []field, excluded []st
 		doc[hashKeyVariables] = vars.Values
 		doc[hashKeySensitive] = vars.SensitiveNames()
 	}
-	return hashDocument(doc)
+	return hashDocument(doc, hint)
 }
 
-func hashDocument(doc map[string]any) (string, error) {
-	b, err := canonical.Marshal(doc)
+// hashBuffers recycles the canonical text of hashed documents, which is as
+// large as the bootstrap data it carries.
+var hashBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledHashBuffer keeps a rare huge render from pinning its buffer.
+const maxPooledHashBuffer = 2 << 20
+
+func hashDocument(doc map[string]any, sizeHint int) (string, error) {
+	bp := hashBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledHashBuffer {
+			hashBuffers.Put(bp)
+		}
+	}()
+	if cap(*bp) < sizeHint {
+		*bp = make([]byte, 0, sizeHint)
+	}
+	b, err := canonical.Append((*bp)[:0], doc)
+	*bp = b[:0]
 	if err != nil {
 		var ce *canonical.Error
 		if errors.As(err, &ce) {

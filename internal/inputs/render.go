@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs/canonical"
@@ -125,11 +127,17 @@ func Render(req Request) (*Rendered, error) {
 	for _, n := range names {
 		vars = append(vars, field{n, req.Variables.Values[n]})
 	}
-	tfvars, err := encodeFile(object(vars), role == contract.RoleMachinePool)
+	hint := 0
+	for _, f := range fields {
+		if str, ok := f.v.(string); ok {
+			hint += len(str)
+		}
+	}
+	tfvars, err := encodeFile(object(vars), role == contract.RoleMachinePool, hint)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", TFVarsFile, err)
 	}
-	mainTF, err := encodeFile(mainDocument(role, names, req.Variables), false)
+	mainTF, err := encodeFile(mainDocument(role, names, req.Variables), false, 4096)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", MainFile, err)
 	}
@@ -185,60 +193,124 @@ type field struct {
 // object is a JSON object whose members keep their order when written.
 type object []field
 
-// encodeFile writes v as indented JSON. With htmlEscape, '<', '>' and '&'
-// inside every string become \u003c, \u003e and \u0026 — the machinepool
-// role's documented encoding (Job Inputs §4); a reader decodes the same
-// strings either way.
-func encodeFile(v object, htmlEscape bool) ([]byte, error) {
-	compact, err := appendJSON(nil, v)
+// encodeFile writes v as JSON indented by two spaces, one member or element
+// per line. With htmlEscape, '<', '>' and '&' inside every string become
+// \u003c, \u003e and \u0026 — the machinepool role's documented encoding
+// (Job Inputs §4); a reader decodes the same strings either way.
+func encodeFile(v object, htmlEscape bool, sizeHint int) ([]byte, error) {
+	out, err := appendPretty(make([]byte, 0, sizeHint+sizeHint/16+1024), v, 0)
 	if err != nil {
 		return nil, err
 	}
+	out = append(out, '\n')
 	if htmlEscape {
 		var esc bytes.Buffer
-		esc.Grow(len(compact) + len(compact)/64)
-		json.HTMLEscape(&esc, compact)
-		compact = esc.Bytes()
+		esc.Grow(len(out) + len(out)/32)
+		json.HTMLEscape(&esc, out)
+		out = esc.Bytes()
 	}
-	var out bytes.Buffer
-	out.Grow(len(compact) + len(compact)/8 + 64)
-	if err := json.Indent(&out, compact, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	return out, nil
 }
 
-// appendJSON writes compact JSON: ordered objects in order, a raw message's
-// bytes as they are (compacted), everything else in canonical form (sorted
-// map keys, literal '<', '>' and '&').
-func appendJSON(dst []byte, v any) ([]byte, error) {
+func appendIndent(dst []byte, depth int) []byte {
+	dst = append(dst, '\n')
+	for range depth {
+		dst = append(dst, ' ', ' ')
+	}
+	return dst
+}
+
+// appendPretty writes indented JSON: ordered objects in order, maps with
+// sorted keys, a raw message re-indented with its bytes otherwise kept,
+// scalars in canonical form ('<', '>' and '&' literal).
+func appendPretty(dst []byte, v any, depth int) ([]byte, error) {
+	var err error
+	member := func(i int, key string, val any) {
+		if err != nil {
+			return
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendIndent(dst, depth+1)
+		if dst, err = canonical.Append(dst, key); err != nil {
+			return
+		}
+		dst = append(dst, ':', ' ')
+		dst, err = appendPretty(dst, val, depth+1)
+	}
+	element := func(i int, val any) {
+		if err != nil {
+			return
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendIndent(dst, depth+1)
+		dst, err = appendPretty(dst, val, depth+1)
+	}
 	switch t := v.(type) {
 	case object:
+		if len(t) == 0 {
+			return append(dst, '{', '}'), nil
+		}
 		dst = append(dst, '{')
 		for i, f := range t {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = canonical.Append(dst, f.k); err != nil {
-				return nil, err
-			}
-			dst = append(dst, ':')
-			if dst, err = appendJSON(dst, f.v); err != nil {
-				return nil, err
-			}
+			member(i, f.k, f.v)
 		}
-		return append(dst, '}'), nil
+	case map[string]any:
+		if len(t) == 0 {
+			return append(dst, '{', '}'), nil
+		}
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(t)) {
+			member(i, k, t[k])
+		}
+	case map[string]string:
+		if len(t) == 0 {
+			return append(dst, '{', '}'), nil
+		}
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(t)) {
+			member(i, k, t[k])
+		}
+	case []any:
+		if len(t) == 0 {
+			return append(dst, '[', ']'), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range t {
+			element(i, e)
+		}
+	case []string:
+		if len(t) == 0 {
+			return append(dst, '[', ']'), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range t {
+			element(i, e)
+		}
 	case json.RawMessage:
 		buf := bytes.NewBuffer(dst)
-		if err := json.Compact(buf, t); err != nil {
+		prefix := strings.Repeat("  ", depth)
+		if err := json.Indent(buf, bytes.TrimSpace(t), prefix, "  "); err != nil {
 			return nil, err
 		}
 		return buf.Bytes(), nil
 	default:
 		return canonical.Append(dst, v)
 	}
+	if err != nil {
+		return nil, err
+	}
+	dst = appendIndent(dst, depth)
+	if _, isObj := v.([]any); isObj {
+		return append(dst, ']'), nil
+	}
+	if _, isList := v.([]string); isList {
+		return append(dst, ']'), nil
+	}
+	return append(dst, '}'), nil
 }
 
 // tree converts rendered values into plain value trees for hashing.

@@ -3,6 +3,7 @@ package inputs
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
@@ -171,7 +172,7 @@ func (in *MachineInputs) values() []field {
 	f := commonFields(contract.RoleMachine, in.Common, &in.ClusterOutputs)
 	return append(f,
 		field{contract.InputMachineName, in.MachineName},
-		field{contract.InputBootstrapData, base64.StdEncoding.EncodeToString(in.BootstrapData)},
+		field{contract.InputBootstrapData, encodeBootstrap(in.BootstrapData)},
 		field{contract.InputBootstrapFormat, BootstrapFormat([]byte(in.BootstrapFormat))},
 		field{contract.InputFailureDomain, orNull(in.FailureDomain)},
 		field{contract.InputKubernetesVersion, orNull(in.KubernetesVersion)},
@@ -188,7 +189,7 @@ func (in *MachinePoolInputs) values() []field {
 	return append(f,
 		field{contract.InputMachinePoolName, in.MachinePoolName},
 		field{contract.InputReplicas, in.Replicas},
-		field{contract.InputBootstrapData, base64.StdEncoding.EncodeToString(in.BootstrapData)},
+		field{contract.InputBootstrapData, encodeBootstrap(in.BootstrapData)},
 		field{contract.InputBootstrapFormat, BootstrapFormat([]byte(in.BootstrapFormat))},
 		field{contract.InputNodeLabels, labels},
 		field{contract.InputFailureDomains, nonNil(in.FailureDomains)},
@@ -221,4 +222,15 @@ func portOrNull(p int32) any {
 		return nil
 	}
 	return p
+}
+
+// encodeBootstrap returns the standard, padded base64 of the raw bootstrap
+// bytes, built in place (bootstrap data runs to tens of KiB).
+func encodeBootstrap(raw []byte) string {
+	var sb strings.Builder
+	sb.Grow(base64.StdEncoding.EncodedLen(len(raw)))
+	w := base64.NewEncoder(base64.StdEncoding, &sb)
+	_, _ = w.Write(raw) // a strings.Builder never fails
+	_ = w.Close()
+	return sb.String()
 }

@@ -161,7 +161,7 @@ func noopRequests() map[string]inputs.Request {
 	exports := json.RawMessage(`{"backend_id":"noop-backend/team-a/prod","network_id":"net-1","note":"a<b & c>d","endpoint":{"host":"lb","port":6443}}`)
 	machine := func(mut func(*inputs.MachineInputs)) inputs.Request {
 		m := &inputs.MachineInputs{
-			Common: inputs.Common{Cluster: common.Cluster, Object: inputs.ObjectRef{Name: "prod-md-0-abcde", Namespace: "team-a"}, Template: "prod-md-0"},
+			Common:         inputs.Common{Cluster: common.Cluster, Object: inputs.ObjectRef{Name: "prod-md-0-abcde", Namespace: "team-a"}, Template: "prod-md-0"},
 			ClusterOutputs: exports, MachineName: "prod-md-0-abcde-xyz12",
 			BootstrapData: []byte("#cloud-config\nruncmd: [echo hi]\n"), KubernetesVersion: "v1.36.2",
 		}
@@ -172,7 +172,7 @@ func noopRequests() map[string]inputs.Request {
 	}
 	pool := func(mut func(*inputs.MachinePoolInputs)) inputs.Request {
 		p := &inputs.MachinePoolInputs{
-			Common: inputs.Common{Cluster: common.Cluster, Object: inputs.ObjectRef{Name: "prod-pool", Namespace: "team-a"}},
+			Common:         inputs.Common{Cluster: common.Cluster, Object: inputs.ObjectRef{Name: "prod-pool", Namespace: "team-a"}},
 			ClusterOutputs: exports, MachinePoolName: "prod-pool", Replicas: 3,
 			BootstrapData: []byte("#cloud-config\n"), NodeLabels: map[string]string{"tier": "<web & api>"},
 			ClusterFailureDomains: []string{"fd-a", "fd-b"},

@@ -102,10 +102,10 @@ func TestResolveVariables(t *testing.T) {
 			want:    want{reason: contract.ReasonVariablesInvalid, errHas: []string{"captf_"}},
 		},
 		{
-			name:    "a_contract_input_of_the_role_is_refused",
-			role:    contract.RoleMachine,
-			inline:  `{"machine_name": "` + sentinel + `"}`,
-			want:    want{reason: contract.ReasonVariablesInvalid, errHas: []string{InlineSource, `"machine_name"`, "contract input"}},
+			name:   "a_contract_input_of_the_role_is_refused",
+			role:   contract.RoleMachine,
+			inline: `{"machine_name": "` + sentinel + `"}`,
+			want:   want{reason: contract.ReasonVariablesInvalid, errHas: []string{InlineSource, `"machine_name"`, "contract input"}},
 		},
 		{
 			name:   "a_contract_input_of_another_role_is_allowed",
