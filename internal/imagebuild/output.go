@@ -1,0 +1,90 @@
+package imagebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/match"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// RefNameAnnotation names an image inside an OCI image layout.
+const RefNameAnnotation = "org.opencontainers.image.ref.name"
+
+// WriteLayout writes the image into the OCI image layout at dir (created
+// when missing), under the reference name refName (for example a tag),
+// replacing an image already stored under that name. It returns the image
+// digest.
+func WriteLayout(dir, refName string, img v1.Image) (v1.Hash, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return v1.Hash{}, fmt.Errorf("open OCI layout %s: %w", dir, err)
+		}
+		// No index.json: only a missing or empty directory becomes a layout.
+		if entries, rerr := os.ReadDir(dir); rerr == nil && len(entries) > 0 {
+			return v1.Hash{}, fmt.Errorf("%s is neither empty nor an OCI image layout", dir)
+		}
+		if p, err = layout.Write(dir, empty.Index); err != nil {
+			return v1.Hash{}, fmt.Errorf("create OCI layout %s: %w", dir, err)
+		}
+	}
+	if err := p.ReplaceImage(img, match.Annotation(RefNameAnnotation, refName),
+		layout.WithAnnotations(map[string]string{RefNameAnnotation: refName})); err != nil {
+		return v1.Hash{}, fmt.Errorf("write image to %s: %w", dir, err)
+	}
+	return img.Digest()
+}
+
+// ReadLayout returns the image stored under refName in the OCI image layout
+// at dir.
+func ReadLayout(dir, refName string) (v1.Image, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if d.Annotations[RefNameAnnotation] == refName {
+			return idx.Image(d.Digest)
+		}
+	}
+	return nil, fmt.Errorf("no image named %q in %s", refName, dir)
+}
+
+// Push pushes the image to ref (registry/repository:tag). A loopback or
+// private registry is reached over plain HTTP, as go-containerregistry does
+// for those names; insecure forces plain HTTP for any registry. It returns
+// the image's digest reference.
+func Push(ctx context.Context, ref string, img v1.Image, insecure bool, opts ...remote.Option) (name.Digest, error) {
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	r, err := name.ParseReference(ref, nopts...)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	if err := remote.Write(r, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return r.Context().Digest(h.String()), nil
+}
