@@ -82,8 +82,8 @@ type decider struct {
 	driftFound     bool
 }
 
-func newDecider(o *Observation) *decider {
-	d := &decider{o: o, h: summarize(o.Jobs), failedLimit: FailedLimit(o.History.Failed)}
+func newDecider(o *Observation) decider {
+	d := decider{o: o, h: summarize(o.Jobs), failedLimit: FailedLimit(o.History.Failed)}
 	d.lastApply, d.lastRefresh, d.lastDriftCheck, d.driftFound = o.LastApply, o.LastRefresh, o.LastDriftCheck, o.DriftFound
 	if j := d.h.newestSuccess(OpApply); j != nil && j.Finished.After(d.lastApply) {
 		d.lastApply = j.Finished

@@ -201,8 +201,13 @@ func TestDecideOrder(t *testing.T) {
 			mut: func(o *Observation) { lostState(o); deleting(o) },
 			op:  OpNone, reason: ReasonStateLost, requeue: time.Minute},
 		{name: "order/2_lost_state_abandoned_with_the_UID_drops_the_finalizer",
-			mut: func(o *Observation) { lostState(o); deleting(o); o.AbandonInfrastructure = testUID; o.CredentialsWait = "MirrorFailed" },
-			op:  OpDropFinalizer, reason: ReasonInfrastructureAbandoned},
+			mut: func(o *Observation) {
+				lostState(o)
+				deleting(o)
+				o.AbandonInfrastructure = testUID
+				o.CredentialsWait = "MirrorFailed"
+			},
+			op: OpDropFinalizer, reason: ReasonInfrastructureAbandoned},
 		{name: "order/2_abandon_naming_another_UID_is_ignored",
 			mut: func(o *Observation) { lostState(o); deleting(o); o.AbandonInfrastructure = "another-uid" },
 			op:  OpNone, reason: ReasonStateLost, requeue: time.Minute},
@@ -433,8 +438,12 @@ func TestDecideOrder(t *testing.T) {
 				}
 			})},
 		{name: "inputs/machine_drift_always_runs_on_the_durable_inputs", kind: KindMachine,
-			mut: func(o *Observation) { o.LastDriftCheck = ago(40 * time.Minute); o.Inputs = InputsBuilt; o.CurrentInputsHash = hashB },
-			op:  OpDrift, reason: ReasonDriftDue,
+			mut: func(o *Observation) {
+				o.LastDriftCheck = ago(40 * time.Minute)
+				o.Inputs = InputsBuilt
+				o.CurrentInputsHash = hashB
+			},
+			op: OpDrift, reason: ReasonDriftDue,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
 				if !p.DurableInputs || p.InputsHash != hashA {
 					t.Fatalf("drift plan %+v", p)
@@ -481,6 +490,13 @@ func TestDecideSchedule(t *testing.T) {
 		{name: "schedule/1_a_drift_check_after_the_apply_also_took_the_reading", kind: KindMachine,
 			mut: func(o *Observation) { o.LastApply = ago(10 * time.Minute); o.LastRefresh = ago(time.Hour) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
+		{name: "schedule/1_a_refresh_bookkept_this_pass_took_the_post_apply_reading", kind: KindMachine,
+			mut: func(o *Observation) {
+				o.LastApply = ago(time.Minute)
+				o.LastRefresh = ago(time.Hour)
+				o.Jobs = append(o.Jobs, JobRecord{Name: "r", Op: OpRefresh, Attempt: 3, Finished: ago(10 * time.Second), Succeeded: true})
+			},
+			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
 		{name: "schedule/2_pool_membership_converging_refreshes_every_30s", kind: KindMachinePool,
 			mut: func(o *Observation) { o.MembershipConverging = true; o.LastRefresh = ago(40 * time.Second) },
 			op:  OpRefresh, reason: ReasonMembershipConverging},
@@ -491,14 +507,22 @@ func TestDecideSchedule(t *testing.T) {
 			mut: func(o *Observation) { o.MembershipConverging = true; o.MembershipRefreshIntervalSeconds = 15 },
 			op:  OpNone, reason: ReasonScheduled, requeue: 5*time.Second + j(15*time.Second)},
 		{name: "schedule/2_pool_pending_health_refreshes_every_30s_flat", kind: KindMachinePool,
-			mut: func(o *Observation) { o.Health = HealthPending; o.PendingRefreshes = 4; o.LastRefresh = ago(31 * time.Second) },
-			op:  OpRefresh, reason: ReasonHealthPending},
+			mut: func(o *Observation) {
+				o.Health = HealthPending
+				o.PendingRefreshes = 4
+				o.LastRefresh = ago(31 * time.Second)
+			},
+			op: OpRefresh, reason: ReasonHealthPending},
 		{name: "schedule/2_pool_pending_health_is_not_backed_off", kind: KindMachinePool,
 			mut: func(o *Observation) { o.Health = HealthPending; o.PendingRefreshes = 6 },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
 		{name: "schedule/3_pending_health_of_a_machine_refreshes_after_30s", kind: KindMachine,
-			mut: func(o *Observation) { o.Health = HealthPending; o.PendingRefreshes = 1; o.LastRefresh = ago(31 * time.Second) },
-			op:  OpRefresh, reason: ReasonHealthPending},
+			mut: func(o *Observation) {
+				o.Health = HealthPending
+				o.PendingRefreshes = 1
+				o.LastRefresh = ago(31 * time.Second)
+			},
+			op: OpRefresh, reason: ReasonHealthPending},
 		{name: "schedule/3_pending_health_refreshes_even_with_drift_disabled", kind: KindMachine,
 			mut: func(o *Observation) { o.Health = HealthPending; o.Drift.IntervalSeconds = ptr32(0) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
@@ -552,11 +576,19 @@ func TestDecideSchedule(t *testing.T) {
 				}
 			})},
 		{name: "schedule/6_first_drift_check_is_one_interval_after_the_last_successful_apply",
-			mut: func(o *Observation) { o.LastDriftCheck = time.Time{}; o.LastApply = ago(20 * time.Minute); o.Jobs = nil },
-			op:  OpNone, reason: ReasonScheduled, requeue: 10*time.Minute + j(drift30)},
+			mut: func(o *Observation) {
+				o.LastDriftCheck = time.Time{}
+				o.LastApply = ago(20 * time.Minute)
+				o.Jobs = nil
+			},
+			op: OpNone, reason: ReasonScheduled, requeue: 10*time.Minute + j(drift30)},
 		{name: "schedule/6_first_drift_check_runs_once_that_interval_elapsed",
-			mut: func(o *Observation) { o.LastDriftCheck = time.Time{}; o.LastApply = ago(40 * time.Minute); o.Jobs = nil },
-			op:  OpDrift, reason: ReasonDriftDue},
+			mut: func(o *Observation) {
+				o.LastDriftCheck = time.Time{}
+				o.LastApply = ago(40 * time.Minute)
+				o.Jobs = nil
+			},
+			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_later_re_applies_do_not_postpone_the_next_drift_check", kind: KindMachinePool,
 			mut: func(o *Observation) {
 				o.LastDriftCheck = ago(31 * time.Minute)
@@ -568,14 +600,20 @@ func TestDecideSchedule(t *testing.T) {
 			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
 			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_a_cluster_ignores_its_own_spec_defaults",
-			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpDrift, reason: ReasonDriftDue},
+			mut: func(o *Observation) {
+				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.LastDriftCheck = ago(3 * time.Hour)
+			},
+			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_interval_0_disables_drift_for_a_machine", kind: KindMachine,
 			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
 			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_inherited_defaults_interval_0_disables_a_machine's_drift", kind: KindMachine,
-			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
+			mut: func(o *Observation) {
+				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.LastDriftCheck = ago(3 * time.Hour)
+			},
+			op: OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_a_machine's_own_interval_wins_over_the_inherited_default", kind: KindMachine,
 			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(600); o.Drift.DefaultsIntervalSeconds = ptr32(0) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 5*time.Minute + j(10*time.Minute)},
@@ -586,8 +624,11 @@ func TestDecideSchedule(t *testing.T) {
 			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
 			op:  OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_inherited_defaults_interval_0_leaves_a_pool_on_the_manager_default", kind: KindMachinePool,
-			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr32(0); o.LastDriftCheck = ago(31 * time.Minute) },
-			op:  OpDrift, reason: ReasonDriftDue},
+			mut: func(o *Observation) {
+				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.LastDriftCheck = ago(31 * time.Minute)
+			},
+			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_no_drift_check_before_provisioned",
 			mut: func(o *Observation) { o.Provisioned = false; o.LastDriftCheck = ago(3 * time.Hour) },
 			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
@@ -870,8 +911,12 @@ func TestDecideApproval(t *testing.T) {
 			mut: func(o *Observation) { manual(o); o.StateInputsHash = "" },
 			op:  OpPlan, reason: ReasonStateWithoutInputsHash},
 		{name: "approval/manual_plan_awaits_approval_rechecked_at_most_every_10m",
-			mut: func(o *Observation) { manual(o); changed(o); o.Plan = &PlanPreview{InputsHash: hashB, PlanHash: planHash} },
-			op:  OpNone, reason: ReasonPlanAwaitingApproval, requeue: 10 * time.Minute},
+			mut: func(o *Observation) {
+				manual(o)
+				changed(o)
+				o.Plan = &PlanPreview{InputsHash: hashB, PlanHash: planHash}
+			},
+			op: OpNone, reason: ReasonPlanAwaitingApproval, requeue: 10 * time.Minute},
 		{name: "approval/manual_wait_starts_no_further_Job",
 			mut: func(o *Observation) {
 				manual(o)
@@ -957,6 +1002,9 @@ func TestDecideApproval(t *testing.T) {
 			})},
 		{name: "approval/changing_the_inputs_after_a_block_applies_at_once",
 			mut: func(o *Observation) { blockedB(o); o.CurrentInputsHash = "h2:cccc" },
+			op:  OpApply, reason: ReasonInputsChanged},
+		{name: "approval/an_input_change_with_no_apply_retained_is_not_blocked",
+			mut: func(o *Observation) { changed(o); o.Jobs = nil },
 			op:  OpApply, reason: ReasonInputsChanged},
 		{name: "approval/an_approval_of_another_hash_allows_no_deletes",
 			mut: func(o *Observation) { changed(o); o.ApproveDestructivePlan = hashA },

@@ -1,18 +1,20 @@
 package decide
 
+import "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+
 // HealthState is the module health output's state (a closed enum), or
 // HealthNone when the module gave no health output.
 type HealthState string
 
-// The health states.
+// The health states, with the values of the API's InstanceState enum.
 const (
 	HealthNone       HealthState = ""
-	HealthPending    HealthState = "pending"
-	HealthRunning    HealthState = "running"
-	HealthDegraded   HealthState = "degraded"
-	HealthStopped    HealthState = "stopped"
-	HealthTerminated HealthState = "terminated"
-	HealthUnknown    HealthState = "unknown"
+	HealthPending    HealthState = HealthState(v1alpha1.InstanceStatePending)
+	HealthRunning    HealthState = HealthState(v1alpha1.InstanceStateRunning)
+	HealthDegraded   HealthState = HealthState(v1alpha1.InstanceStateDegraded)
+	HealthStopped    HealthState = HealthState(v1alpha1.InstanceStateStopped)
+	HealthTerminated HealthState = HealthState(v1alpha1.InstanceStateTerminated)
+	HealthUnknown    HealthState = HealthState(v1alpha1.InstanceStateUnknown)
 )
 
 // Valid reports whether s is in the contract's enum (or HealthNone).

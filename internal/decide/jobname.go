@@ -27,32 +27,39 @@ const MaxAttempt = 1 << 30
 // its SHA-256.
 func JobName(kind Kind, name string, op Operation, attempt int, inputsHash string, tick int64) string {
 	attempt = min(max(attempt, 0), MaxAttempt)
-	a := strconv.Itoa(attempt)
-	t := strconv.FormatInt(tick, 10)
+	var num [40]byte
+	a := strconv.AppendInt(num[:0], int64(attempt), 10)
+	t := strconv.AppendInt(num[len(a):len(a)], tick, 10)
 
-	h := sha256.New()
-	h.Write([]byte(inputsHash))
-	h.Write([]byte{0})
-	h.Write([]byte(op))
-	h.Write([]byte{0})
-	h.Write([]byte(a))
-	h.Write([]byte{0})
-	h.Write([]byte(t))
-	var sum [sha256.Size]byte
+	var in [192]byte
+	h := append(in[:0], inputsHash...)
+	h = append(h, 0)
+	h = append(h, op...)
+	h = append(h, 0)
+	h = append(h, a...)
+	h = append(h, 0)
+	h = append(h, t...)
+	sum := sha256.Sum256(h)
 	var hash6 [6]byte
-	hex.Encode(hash6[:], h.Sum(sum[:0])[:3])
+	hex.Encode(hash6[:], sum[:3])
 
 	short := kind.Short()
 	fixed := len("captf-") + len(short) + 1 + 1 + len(op) + len("-a") + len(a) + 1 + len(hash6)
+	var hashedName [16]byte
 	if fixed+len(name) > MaxJobNameLength {
 		n := sha256.Sum256([]byte(name))
-		name = hex.EncodeToString(n[:8])
+		hex.Encode(hashedName[:], n[:8])
+		name = ""
 	}
-	b := make([]byte, 0, fixed+len(name))
-	b = append(b, "captf-"...)
+	var out [MaxJobNameLength + 32]byte
+	b := append(out[:0], "captf-"...)
 	b = append(b, short...)
 	b = append(b, '-')
-	b = append(b, name...)
+	if name == "" {
+		b = append(b, hashedName[:]...)
+	} else {
+		b = append(b, name...)
+	}
 	b = append(b, '-')
 	b = append(b, op...)
 	b = append(b, "-a"...)

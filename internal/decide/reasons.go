@@ -1,6 +1,10 @@
 package decide
 
-import "time"
+import (
+	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+)
 
 // Reason says why a Decision was taken. It is the reason label of
 // captf_reconcile_op_decisions_total and the "why" of the JobCreated event.
@@ -22,7 +26,7 @@ const (
 // Reasons that start a restore or a destroy, or drop the finalizer.
 const (
 	ReasonRestoreRequested Reason = "RestoreRequested"
-	ReasonDeleting         Reason = "Deleting"
+	ReasonDeleting         Reason = v1alpha1.DeletingReason
 	// ReasonNoStateToDestroy: deleting with no state and nothing ever
 	// applied; the finalizer goes at once.
 	ReasonNoStateToDestroy Reason = "NoStateToDestroy"
@@ -45,21 +49,22 @@ const (
 	ReasonUpToDate Reason = "UpToDate"
 )
 
-// Reasons that wait without a Job.
+// Reasons that wait without a Job. Where a condition carries the same wait,
+// the reason is the condition's.
 const (
 	ReasonJobCacheStale          Reason = "JobCacheStale"
 	ReasonJobRunning             Reason = "JobRunning"
-	ReasonPaused                 Reason = "Paused"
-	ReasonDependentsExist        Reason = "DependentsExist"
+	ReasonPaused                 Reason = v1alpha1.PausedReason
+	ReasonDependentsExist        Reason = v1alpha1.DependentsExistReason
 	ReasonStateUnreadable        Reason = "StateUnreadable"
-	ReasonStateLost              Reason = "StateLost"
-	ReasonRestoreBackupNotFound  Reason = "RestoreBackupNotFound"
-	ReasonRestoreFailed          Reason = "RestoreFailed"
-	ReasonPlanAwaitingApproval   Reason = "PlanAwaitingApproval"
-	ReasonDestructivePlanBlocked Reason = "DestructivePlanBlocked"
-	ReasonJobPolicyInvalid       Reason = "JobPolicyInvalid"
-	ReasonInputsTooLarge         Reason = "InputsTooLarge"
-	ReasonDurableInputsMissing   Reason = "DurableInputsMissing"
+	ReasonStateLost              Reason = v1alpha1.StateLostReason
+	ReasonRestoreBackupNotFound  Reason = v1alpha1.RestoreBackupNotFoundReason
+	ReasonRestoreFailed          Reason = v1alpha1.RestoreFailedReason
+	ReasonPlanAwaitingApproval   Reason = v1alpha1.PlanAwaitingApprovalReason
+	ReasonDestructivePlanBlocked Reason = v1alpha1.DestructivePlanBlockedReason
+	ReasonJobPolicyInvalid       Reason = v1alpha1.JobPolicyInvalidReason
+	ReasonInputsTooLarge         Reason = v1alpha1.InputsTooLargeReason
+	ReasonDurableInputsMissing   Reason = v1alpha1.DurableInputsMissingReason
 	// ReasonInputsNotRendered: an apply is due but the reconcile did not
 	// render the inputs (a caller error for a mutable kind; kept safe).
 	ReasonInputsNotRendered Reason = "InputsNotRendered"
@@ -93,16 +98,16 @@ const (
 	RequeueFixInput = 10 * time.Minute
 )
 
-// Condition reasons of InfrastructureHealthy, kept here in one place.
+// Condition reasons of InfrastructureHealthy.
 const (
-	reasonHealthy                = "Healthy"
-	reasonProvisioning           = "Provisioning"
-	reasonInstancePending        = "InstancePending"
-	reasonInstanceUnhealthy      = "InstanceUnhealthy"
-	reasonInstanceDegraded       = "InstanceDegraded"
-	reasonInstanceStopped        = "InstanceStopped"
-	reasonInstanceTerminated     = "InstanceTerminated"
-	reasonWaitingForProvisioning = "WaitingForProvisioning"
-	reasonHealthUnknown          = "HealthUnknown"
-	reasonProviderIDMissing      = "ProviderIDMissing"
+	reasonHealthy                = v1alpha1.HealthyReason
+	reasonProvisioning           = v1alpha1.ProvisioningReason
+	reasonInstancePending        = v1alpha1.InstancePendingReason
+	reasonInstanceUnhealthy      = v1alpha1.InstanceUnhealthyReason
+	reasonInstanceDegraded       = v1alpha1.InstanceDegradedReason
+	reasonInstanceStopped        = v1alpha1.InstanceStoppedReason
+	reasonInstanceTerminated     = v1alpha1.InstanceTerminatedReason
+	reasonWaitingForProvisioning = v1alpha1.WaitingForProvisioningReason
+	reasonHealthUnknown          = v1alpha1.HealthUnknownReason
+	reasonProviderIDMissing      = v1alpha1.ProviderIDMissingReason
 )

@@ -2,6 +2,8 @@ package decide
 
 import (
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Kind is one of the three workload kinds that run Jobs.
@@ -40,20 +42,29 @@ func (k Kind) Valid() bool { return k.Short() != "" }
 // OpDropFinalizer and OpNone start no Job.
 type Operation string
 
-// The operations.
+// The operations. The Job operations carry the API's values.
 const (
 	OpNone          Operation = "none"
-	OpApply         Operation = "apply"
-	OpDestroy       Operation = "destroy"
-	OpPlan          Operation = "plan"
-	OpRefresh       Operation = "refresh"
-	OpDrift         Operation = "drift"
-	OpRestore       Operation = "restore"
+	OpApply         Operation = Operation(v1alpha1.OperationApply)
+	OpDestroy       Operation = Operation(v1alpha1.OperationDestroy)
+	OpPlan          Operation = Operation(v1alpha1.OperationPlan)
+	OpRefresh       Operation = Operation(v1alpha1.OperationRefresh)
+	OpDrift         Operation = Operation(v1alpha1.OperationDrift)
+	OpRestore       Operation = Operation(v1alpha1.OperationRestore)
 	OpDropFinalizer Operation = "drop-finalizer"
 )
 
 // IsJob reports whether the operation runs as a Job.
 func (o Operation) IsJob() bool { return opIndex(o) >= 0 }
+
+// API is the operation as status.activeJob.operation and the op label carry
+// it; empty for OpNone and OpDropFinalizer.
+func (o Operation) API() v1alpha1.Operation {
+	if !o.IsJob() {
+		return ""
+	}
+	return v1alpha1.Operation(o)
+}
 
 // jobOps lists the Job operations in a fixed order, indexing per-op tables.
 var jobOps = [...]Operation{OpApply, OpDestroy, OpPlan, OpRefresh, OpDrift, OpRestore}
@@ -77,21 +88,21 @@ func opIndex(o Operation) int {
 }
 
 // ApplyPolicy is a TerraformCluster's spec.applyPolicy.
-type ApplyPolicy string
+type ApplyPolicy = v1alpha1.ApplyPolicy
 
 // The apply policies. The empty value means Automatic.
 const (
-	ApplyAutomatic ApplyPolicy = "Automatic"
-	ApplyManual    ApplyPolicy = "Manual"
+	ApplyAutomatic = v1alpha1.ApplyPolicyAutomatic
+	ApplyManual    = v1alpha1.ApplyPolicyManual
 )
 
-// DriftAction is what a drift finding leads to.
-type DriftAction string
+// DriftAction is what a drift finding leads to (spec.drift.action).
+type DriftAction = v1alpha1.DriftAction
 
 // The drift actions. The empty value means Report.
 const (
-	DriftReport    DriftAction = "Report"
-	DriftRemediate DriftAction = "Remediate"
+	DriftReport    = v1alpha1.DriftActionReport
+	DriftRemediate = v1alpha1.DriftActionRemediate
 )
 
 // StateStatus is what reading the object's state found this pass.
