@@ -46,6 +46,9 @@ type stepSpec struct {
 	// acceptStderr, when set, accepts a failed exit whose stderr it
 	// recognizes (force-unlock of a lock no longer held).
 	acceptStderr func([]byte) bool
+	// verify, when set, checks the output of an accepted step; an error
+	// fails the step with the error as its summary.
+	verify func(stepOutcome) error
 }
 
 // stepOutcome is what a step did.

@@ -325,16 +325,19 @@ func (r *runState) planAndRead() (PlanAnalysis, bool, bool) {
 	if out.exit == 0 {
 		return AnalyzePlan(nil), false, true
 	}
-	show, ok := r.step(r.spec(StepShow))
-	if !ok {
+	var a PlanAnalysis
+	show := r.spec(StepShow)
+	show.verify = func(out stepOutcome) error {
+		p, err := ParsePlan(out.stdout)
+		if err != nil {
+			return err
+		}
+		a = AnalyzePlan(p)
+		return nil
+	}
+	if _, ok := r.step(show); !ok {
 		return PlanAnalysis{}, false, false
 	}
-	p, err := ParsePlan(show.stdout)
-	if err != nil {
-		r.fail(infrav1.RunErrorStep, StepShow, cleanLine(err.Error()))
-		return PlanAnalysis{}, false, false
-	}
-	a := AnalyzePlan(p)
 	klog.InfoS("Plan read", "hash", a.Hash, "add", a.Add, "change", a.Change, "destroy", a.Destroy,
 		"import", a.Import, "move", a.Move, "outputs", a.Outputs)
 	return a, true, true
@@ -375,16 +378,16 @@ func (r *runState) restore() {
 	if _, ok := r.step(r.spec(StepStatePush)); !ok {
 		return
 	}
-	out, ok := r.step(r.spec(StepStateList))
-	if !ok {
-		return
+	list := r.spec(StepStateList)
+	list.verify = func(out stepOutcome) error {
+		n := ManagedResources(out.stdout)
+		klog.InfoS("Restored state listed", "managedResources", n)
+		if r.o.RestoreResources > 0 && n == 0 {
+			return fmt.Errorf("state list shows no managed resource after the push, but the backup holds %d", r.o.RestoreResources)
+		}
+		return nil
 	}
-	n := ManagedResources(out.stdout)
-	klog.InfoS("Restored state listed", "managedResources", n)
-	if r.o.RestoreResources > 0 && n == 0 {
-		r.fail(infrav1.RunErrorStep, StepStateList,
-			fmt.Sprintf("state list shows no managed resource after the push, but the backup holds %d", r.o.RestoreResources))
-	}
+	r.step(list)
 }
 
 // step runs one step, records it, emits its events and, on failure,
@@ -417,6 +420,11 @@ func (r *runState) step(s stepSpec) (stepOutcome, bool) {
 		}
 		summary = FailureSummary(s.name, out.exit, validateJSON, out.stderrTail)
 		r.exit = out.exit
+	}
+	if kind == "" && s.verify != nil {
+		if err := s.verify(out); err != nil {
+			kind, summary = infrav1.RunErrorStep, cleanLine(err.Error())
+		}
 	}
 	if kind != "" {
 		r.rec.Emit(EventWarning, infrav1.StepFailedEvent, s.name,
