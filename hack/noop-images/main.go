@@ -1,0 +1,142 @@
+// Command noop-images builds the three no-op module images (cluster,
+// machine, machinepool) from modules/noop with the pinned OpenTofu binary at
+// /captf/runtime, and writes them to OCI image layouts, pushes them to a
+// registry, or both. It needs no container engine.
+//
+//	go run ./hack/noop-images --layout-dir _output/images --tag dev
+//	go run ./hack/noop-images --registry 127.0.0.1:5000/captf --tag dev
+//
+// With --layout-dir, each image goes to <dir>/noop-<role>, an OCI layout
+// holding the image under the reference name <tag> (readable as
+// oci:<dir>/noop-<role>). With --registry, each image is pushed to
+// <registry>/noop-<role>:<tag>. The digests are printed one per line.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+type options struct {
+	modules        string
+	layoutDir      string
+	registry       string
+	insecure       bool
+	tag            string
+	tofu           string
+	runtimeVersion string
+	arch           string
+	source         string
+	revision       string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.modules, "modules", "modules/noop", "directory holding the cluster, machine and machinepool modules")
+	flag.StringVar(&o.layoutDir, "layout-dir", "", "write each image to the OCI layout <dir>/noop-<role>")
+	flag.StringVar(&o.registry, "registry", "", "push each image to <registry>/noop-<role>:<tag> (for example 127.0.0.1:5000/captf)")
+	flag.BoolVar(&o.insecure, "insecure", false, "use plain HTTP for a registry that is neither loopback nor private")
+	flag.StringVar(&o.tag, "tag", "dev", "image tag (the module version); also the org.opencontainers.image.version label")
+	flag.StringVar(&o.tofu, "tofu", "", "OpenTofu binary for /captf/runtime (default: the pinned build from hack/tools)")
+	flag.StringVar(&o.runtimeVersion, "runtime-version", "", "io.captf.runtime.version (default: asked from the binary)")
+	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "image architecture; must match the OpenTofu binary")
+	flag.StringVar(&o.source, "source", "", "org.opencontainers.image.source label")
+	flag.StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision label")
+	flag.Parse()
+	if flag.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "noop-images: unexpected arguments %v\n", flag.Args())
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "noop-images: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.layoutDir == "" && o.registry == "" {
+		return errors.New("nothing to do: set --layout-dir, --registry or both")
+	}
+	if o.tofu == "" {
+		p, err := tools.Path("tofu")
+		if err != nil {
+			return fmt.Errorf("find the pinned OpenTofu: %w", err)
+		}
+		o.tofu = p
+	}
+	if o.runtimeVersion == "" {
+		v, err := tofuVersion(ctx, o.tofu)
+		if err != nil {
+			return err
+		}
+		o.runtimeVersion = v
+	}
+	for _, role := range contract.Roles() {
+		m := imagebuild.ModuleImage{
+			Role:           role,
+			ModuleDir:      filepath.Join(o.modules, string(role)),
+			Runtime:        o.tofu,
+			RuntimeName:    imagebuild.RuntimeTofu,
+			RuntimeVersion: o.runtimeVersion,
+			EmptyProviders: true,
+			Source:         o.source,
+			Revision:       o.revision,
+			Version:        o.tag,
+			Platform:       v1.Platform{OS: "linux", Architecture: o.arch},
+		}
+		img, err := m.Build()
+		if err != nil {
+			return fmt.Errorf("build the %s image: %w", role, err)
+		}
+		name := "noop-" + string(role)
+		if o.layoutDir != "" {
+			dir := filepath.Join(o.layoutDir, name)
+			d, err := imagebuild.WriteLayout(dir, o.tag, img)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("oci:%s:%s@%s\n", dir, o.tag, d)
+		}
+		if o.registry != "" {
+			d, err := imagebuild.Push(ctx, o.registry+"/"+name+":"+o.tag, img, o.insecure)
+			if err != nil {
+				return err
+			}
+			fmt.Println(d.String())
+		}
+	}
+	return nil
+}
+
+// tofuVersion asks the binary for its version (version -json).
+func tofuVersion(ctx context.Context, tofu string) (string, error) {
+	cmd := exec.CommandContext(ctx, tofu, "version", "-json")
+	cmd.Env = []string{"HOME=" + os.TempDir(), "CHECKPOINT_DISABLE=1"}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version -json: %w", tofu, err)
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" {
+		return "", fmt.Errorf("%s version -json: no version in its output", tofu)
+	}
+	return v.Version, nil
+}
