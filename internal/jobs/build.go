@@ -1,0 +1,587 @@
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+)
+
+// The workload kinds that run Jobs.
+const (
+	KindCluster     = "TerraformCluster"
+	KindMachine     = "TerraformMachine"
+	KindMachinePool = "TerraformMachinePool"
+)
+
+// MaxRunSecretBytes caps the data of a per-run Secret: the API server
+// refuses a Secret whose data is over 1 MiB.
+const MaxRunSecretBytes = 1 << 20
+
+// Owner is the Terraform* object a Job runs for.
+type Owner struct {
+	// Kind is TerraformCluster, TerraformMachine or TerraformMachinePool.
+	Kind      string
+	Namespace string
+	Name      string
+	UID       types.UID
+	// ClusterName is the owning Cluster's name (the object's
+	// cluster.x-k8s.io/cluster-name label); "" when unknown.
+	ClusterName string
+}
+
+// OwnerOf describes obj, a Terraform* object of the given kind; the cluster
+// name comes from its cluster.x-k8s.io/cluster-name label.
+func OwnerOf(obj metav1.Object, kind string) Owner {
+	return Owner{
+		Kind:        kind,
+		Namespace:   obj.GetNamespace(),
+		Name:        obj.GetName(),
+		UID:         obj.GetUID(),
+		ClusterName: obj.GetLabels()[clusterv1.ClusterNameLabel],
+	}
+}
+
+// Inputs are the rendered root and its variables (internal/inputs).
+type Inputs struct {
+	MainTF []byte
+	TFVars []byte
+}
+
+// Restore is what a restore Job pushes: the backup's chunks in order and
+// its managed-resource count (internal/state.RestoreInput).
+type Restore struct {
+	Serial    int64
+	Chunks    [][]byte
+	Resources int
+}
+
+// Run is everything one Job is built from. Nothing in it is read from the
+// API server here: the reconcile flow gathers it.
+type Run struct {
+	// Owner is the object the Job runs for; the Job is owned by it.
+	Owner Owner
+	// Policy is the effective Job policy (Effective, then Validate).
+	Policy *Policy
+	// Op is the operation.
+	Op infrav1.Operation
+	// Attempt is the attempt number (the a<N> of the name), at least 1.
+	Attempt int
+	// JobName is the Job's name, as internal/decide computed it.
+	JobName string
+
+	// Image is the module image to run: spec.source.image, or the pinned
+	// repo@sha256 reference.
+	Image string
+	// ImagePullPolicy of the module container; IfNotPresent when empty.
+	ImagePullPolicy corev1.PullPolicy
+	// RunnerImage is the image holding /runner (--runner-image).
+	RunnerImage string
+	// Identity is the resolved TerraformClusterIdentity's name; its mirror
+	// captf-creds-<identity> is mounted and injected.
+	Identity string
+	// StateSuffix is the backend's secret_suffix (internal/state.Suffix).
+	StateSuffix string
+
+	// InputsHash is the hash of the inputs the Job runs (its
+	// captf.io/inputs-hash annotation, and --inputs-hash when guarded).
+	InputsHash string
+	// Inputs are the rendered files, for every operation but restore.
+	Inputs Inputs
+	// Restore is set for a restore, and only then.
+	Restore *Restore
+
+	// ForceUnlock is a stale state lock ID to clear (--force-unlock).
+	ForceUnlock string
+	// GuardDeletes stops an apply before a delete or replace
+	// (--guard-deletes, with --inputs-hash).
+	GuardDeletes bool
+	// AllowDeletesHash is the approved destructive inputs hash
+	// (--allow-deletes-hash); it needs GuardDeletes.
+	AllowDeletesHash string
+	// ExpectPlan is the approved plan hash an apply must re-plan to
+	// (--expect-plan, and the captf.io/approved-plan annotation).
+	ExpectPlan string
+	// DriftRemediation marks an apply that remediates drift
+	// (captf.io/drift-remediation).
+	DriftRemediation bool
+	// RunnerEvents passes --event-object and --job-name so the runner emits
+	// its progress events on the owner (manager flag --runner-events).
+	RunnerEvents bool
+}
+
+// Labels are the labels of an object's Job and its pod
+// (reference-facts §7.2, §8.1).
+func Labels(o Owner, op infrav1.Operation, attempt int) map[string]string {
+	l := OwnerLabels(o)
+	l[infrav1.OpLabel] = string(op)
+	l[infrav1.AttemptLabel] = strconv.Itoa(attempt)
+	return l
+}
+
+// OwnerLabels are the labels every Job and per-run Secret of the object
+// carries, usable as a selector of its Jobs: owner-kind, owner-name (hashed
+// when over 63 characters), cluster-name (likewise; omitted when unknown)
+// and captf.io/managed=true.
+func OwnerLabels(o Owner) map[string]string {
+	l := make(map[string]string, 6)
+	l[infrav1.OwnerKindLabel] = o.Kind
+	l[infrav1.OwnerNameLabel] = LabelValue(o.Name)
+	if o.ClusterName != "" {
+		l[clusterv1.ClusterNameLabel] = LabelValue(o.ClusterName)
+	}
+	l[infrav1.ManagedLabel] = "true"
+	return l
+}
+
+// EventObject is the runner's --event-object value for the owner,
+// <apiVersion>/<kind>/<namespace>/<name>/<uid>.
+func EventObject(o Owner) string {
+	return infrav1.GroupVersion.String() + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name + "/" + string(o.UID)
+}
+
+// BackendLabels is the --backend-config=labels= value: an HCL object of
+// the labels the kubernetes backend puts on the state Secrets and lock
+// Lease, in the documented order (owner-kind, owner-name, managed,
+// cluster-name, move="").
+func BackendLabels(o Owner) string {
+	var b strings.Builder
+	b.Grow(256)
+	b.WriteString("labels={")
+	pair := func(k, v string) {
+		if b.Len() > len("labels={") {
+			b.WriteByte(',')
+		}
+		b.WriteString(hclString(k))
+		b.WriteByte('=')
+		b.WriteString(hclString(v))
+	}
+	pair(infrav1.OwnerKindLabel, o.Kind)
+	pair(infrav1.OwnerNameLabel, LabelValue(o.Name))
+	pair(infrav1.ManagedLabel, "true")
+	if o.ClusterName != "" {
+		pair(clusterv1.ClusterNameLabel, LabelValue(o.ClusterName))
+	}
+	pair(infrav1.MoveLabel, "")
+	b.WriteByte('}')
+	return b.String()
+}
+
+// hclString quotes s as an HCL string literal, escaping quotes,
+// backslashes, control characters and template sequences.
+func hclString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		case (c == '$' || c == '%') && i+1 < len(s) && s[i+1] == '{':
+			b.WriteByte(c)
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// CredsSecretName is the credential mirror of an identity,
+// captf-creds-<identity>; when that is over 253 characters the identity is
+// replaced by the first 16 hex characters of its SHA-256.
+func CredsSecretName(identity string) string {
+	if len(CredsSecretPrefix)+len(identity) <= validation.DNS1123SubdomainMaxLength {
+		return CredsSecretPrefix + identity
+	}
+	sum := sha256.Sum256([]byte(identity))
+	return CredsSecretPrefix + hex.EncodeToString(sum[:8])
+}
+
+// validate checks a Run and names every problem (never a value of the
+// inputs, which may carry secrets).
+func (r *Run) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch r.Owner.Kind {
+	case KindCluster, KindMachine, KindMachinePool:
+	default:
+		bad("owner kind %q is not %s, %s or %s", r.Owner.Kind, KindCluster, KindMachine, KindMachinePool)
+	}
+	if r.Owner.Namespace == "" || r.Owner.Name == "" {
+		bad("owner needs a namespace and a name (got %q/%q)", r.Owner.Namespace, r.Owner.Name)
+	}
+	if r.Owner.UID == "" {
+		bad("owner %s/%s has no UID", r.Owner.Namespace, r.Owner.Name)
+	}
+	if r.Policy == nil {
+		bad("no Job policy")
+	} else if err := r.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch r.Op {
+	case infrav1.OperationApply, infrav1.OperationDestroy, infrav1.OperationDrift,
+		infrav1.OperationRefresh, infrav1.OperationRestore, infrav1.OperationPlan:
+	default:
+		bad("operation %q is not one of apply, destroy, drift, refresh, restore, plan", r.Op)
+	}
+	if r.Attempt < 1 {
+		bad("attempt %d is below 1", r.Attempt)
+	}
+	if msgs := validation.IsDNS1123Label(r.JobName); len(msgs) > 0 {
+		bad("Job name %q is not a DNS label: %s", r.JobName, strings.Join(msgs, ", "))
+	}
+	if strings.TrimSpace(r.Image) == "" || strings.ContainsAny(r.Image, " \t\n") {
+		bad("module image %q is empty or holds whitespace", r.Image)
+	}
+	if strings.TrimSpace(r.RunnerImage) == "" || strings.ContainsAny(r.RunnerImage, " \t\n") {
+		bad("runner image %q is empty or holds whitespace", r.RunnerImage)
+	}
+	switch r.ImagePullPolicy {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		bad("image pull policy %q is not Always, IfNotPresent or Never", r.ImagePullPolicy)
+	}
+	if msgs := validation.IsDNS1123Subdomain(r.Identity); len(msgs) > 0 {
+		bad("identity name %q is not a DNS subdomain: %s", r.Identity, strings.Join(msgs, ", "))
+	}
+	if r.StateSuffix == "" || strings.ContainsAny(r.StateSuffix, "=, \t\n\"") {
+		bad("state suffix %q is empty or not a plain name", r.StateSuffix)
+	}
+	if r.Op == infrav1.OperationRestore {
+		switch {
+		case r.Restore == nil || len(r.Restore.Chunks) == 0:
+			bad("a restore needs at least one backup chunk")
+		case r.Restore.Resources < 0:
+			bad("restore resource count %d is negative", r.Restore.Resources)
+		}
+		if r.Restore != nil && r.Restore.Serial < 1 {
+			bad("restore serial %d is below 1", r.Restore.Serial)
+		}
+	} else {
+		if r.Restore != nil {
+			bad("backup chunks are only for a restore, not %s", r.Op)
+		}
+		if len(r.Inputs.MainTF) == 0 || len(r.Inputs.TFVars) == 0 {
+			bad("%s needs both %s and %s", r.Op, MainFile, TFVarsFile)
+		}
+	}
+	if r.GuardDeletes && r.InputsHash == "" {
+		bad("guarding deletes needs the inputs hash")
+	}
+	if r.AllowDeletesHash != "" && !r.GuardDeletes {
+		bad("an allowed destructive hash needs guarded deletes")
+	}
+	if r.ExpectPlan != "" && r.Op != infrav1.OperationApply {
+		bad("an expected plan hash is only for an apply, not %s", r.Op)
+	}
+	if r.DriftRemediation && r.Op != infrav1.OperationApply {
+		bad("a drift remediation is an apply, not %s", r.Op)
+	}
+	for name, v := range map[string]string{"force-unlock": r.ForceUnlock, "inputs-hash": r.InputsHash, "allow-deletes-hash": r.AllowDeletesHash, "expect-plan": r.ExpectPlan} {
+		if strings.ContainsAny(v, "\n\r") {
+			bad("--%s holds a line break", name)
+		}
+	}
+	if n := r.secretBytes(); n > MaxRunSecretBytes {
+		bad("the per-run Secret would hold %d bytes, over the %d-byte limit", n, MaxRunSecretBytes)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Run) secretBytes() int {
+	if r.Restore != nil {
+		n := 0
+		for _, c := range r.Restore.Chunks {
+			n += len(c)
+		}
+		return n
+	}
+	return len(r.Inputs.MainTF) + len(r.Inputs.TFVars)
+}
+
+// args are the module container's arguments after `run`, in the
+// documented order: the fixed flags, the backend configuration, then the
+// conditional flags.
+func (r *Run) args() []string {
+	a := make([]string, 0, 24)
+	a = append(a,
+		"--op="+string(r.Op),
+		"--bin="+RuntimePath,
+		"--image="+r.Image,
+		"--module="+ModuleDir,
+		"--providers="+ProvidersDir,
+		"--workdir="+WorkDir,
+		"--config="+ConfigDir,
+		"--lock-timeout="+strconv.Itoa(int(r.Policy.LockTimeoutSeconds))+"s",
+		"--stop-timeout="+StopTimeout,
+		"--backend-config=secret_suffix="+r.StateSuffix,
+		"--backend-config=namespace="+r.Owner.Namespace,
+		"--backend-config=in_cluster_config=true",
+		"--backend-config="+BackendLabels(r.Owner),
+	)
+	if r.ForceUnlock != "" {
+		a = append(a, "--force-unlock="+r.ForceUnlock)
+	}
+	if r.GuardDeletes {
+		a = append(a, "--guard-deletes", "--inputs-hash="+r.InputsHash)
+	}
+	if r.AllowDeletesHash != "" {
+		a = append(a, "--allow-deletes-hash="+r.AllowDeletesHash)
+	}
+	if r.ExpectPlan != "" {
+		a = append(a, "--expect-plan="+r.ExpectPlan)
+	}
+	if r.RunnerEvents {
+		a = append(a, "--event-object="+EventObject(r.Owner), "--job-name="+r.JobName)
+	}
+	if r.Op == infrav1.OperationRestore && r.Restore != nil {
+		a = append(a,
+			"--restore-chunks="+strconv.Itoa(len(r.Restore.Chunks)),
+			"--restore-resources="+strconv.Itoa(r.Restore.Resources))
+	}
+	return a
+}
+
+// env is the module container's environment: the Job's own variables,
+// then the user's (spec.jobs.env with TF_* and KUBE_* dropped). A user
+// entry naming HOME, TMPDIR or CHECKPOINT_DISABLE replaces the Job's value
+// in place rather than repeating the name. It returns the dropped names.
+func (r *Run) env() ([]corev1.EnvVar, []string) {
+	fixed := [...]corev1.EnvVar{
+		{Name: "TF_IN_AUTOMATION", Value: "1"},
+		{Name: "TF_INPUT", Value: "0"},
+		{Name: "HOME", Value: WorkDir},
+		{Name: "TMPDIR", Value: TmpDir},
+		{Name: "KUBE_NAMESPACE", Value: r.Owner.Namespace},
+		{Name: "CHECKPOINT_DISABLE", Value: "1"},
+	}
+	env := make([]corev1.EnvVar, len(fixed), len(fixed)+len(r.Policy.Env))
+	copy(env, fixed[:])
+	dropped := append([]string(nil), r.Policy.DroppedEnv...)
+next:
+	for i := range r.Policy.Env {
+		e := &r.Policy.Env[i]
+		if reservedEnv(e.Name) {
+			for _, d := range dropped {
+				if d == e.Name {
+					continue next
+				}
+			}
+			dropped = append(dropped, e.Name)
+			continue
+		}
+		for j := 2; j < len(fixed); j++ {
+			if env[j].Name == e.Name && !reservedEnv(e.Name) {
+				env[j] = *e.DeepCopy()
+				continue next
+			}
+		}
+		env = append(env, *e.DeepCopy())
+	}
+	return env, dropped
+}
+
+// Build returns the Job of one run (reference-facts §8.1) and the names of
+// the spec.jobs.env entries it dropped (TF_* and KUBE_*; names only), for
+// the caller's EnvVarDropped event. The Job is owned by the object
+// (controller, blocking its deletion) and mounts the per-run Secret
+// RunSecretName(JobName), which the caller creates with RunSecret once the
+// Job exists. Bad input returns an error naming every problem, and no Job.
+func Build(r *Run) (*batchv1.Job, []string, error) {
+	if r == nil {
+		return nil, nil, errors.New("no run to build a Job for")
+	}
+	if err := r.validate(); err != nil {
+		return nil, nil, fmt.Errorf("cannot build Job %q for %s %s/%s: %w", r.JobName, r.Owner.Kind, r.Owner.Namespace, r.Owner.Name, err)
+	}
+	p := r.Policy
+	labels := Labels(r.Owner, r.Op, r.Attempt)
+	podLabels := make(map[string]string, len(labels))
+	for k, v := range labels {
+		podLabels[k] = v
+	}
+	annotations := make(map[string]string, 4)
+	if r.InputsHash != "" {
+		annotations[infrav1.InputsHashAnnotation] = r.InputsHash
+	}
+	if r.DriftRemediation {
+		annotations[infrav1.DriftRemediationAnnotation] = "true"
+	}
+	if r.ExpectPlan != "" {
+		annotations[infrav1.ApprovedPlanAnnotation] = r.ExpectPlan
+	}
+	if r.Op == infrav1.OperationRestore {
+		annotations[infrav1.RestoreSerialAnnotation] = strconv.FormatInt(r.Restore.Serial, 10)
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+
+	pull := r.ImagePullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	env, dropped := r.env()
+	runnerSC := RunnerSecurityContext()
+	sourceSC := *p.SecurityContext.DeepCopy()
+	podSC := *p.PodSecurityContext.DeepCopy()
+	mode := SecretFileMode
+
+	configVolume := corev1.SecretVolumeSource{SecretName: RunSecretName(r.JobName), DefaultMode: &mode}
+	if r.Op == infrav1.OperationRestore {
+		configVolume.Items = make([]corev1.KeyToPath, len(r.Restore.Chunks))
+		for i := range r.Restore.Chunks {
+			configVolume.Items[i] = corev1.KeyToPath{Key: restoreKey(i), Path: RestoreDir + "/" + strconv.Itoa(i)}
+		}
+	}
+	credsName := CredsSecretName(r.Identity)
+
+	job := &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        r.JobName,
+			Namespace:   r.Owner.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         infrav1.GroupVersion.String(),
+				Kind:               r.Owner.Kind,
+				Name:               r.Owner.Name,
+				UID:                r.Owner.UID,
+				Controller:         ptr(true),
+				BlockOwnerDeletion: ptr(true),
+			}},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr(int32(0)),
+			ActiveDeadlineSeconds: ptr(p.ActiveDeadlineSeconds),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      podLabels,
+					Annotations: map[string]string{infrav1.SafeToEvictAnnotation: "false"},
+				},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					TerminationGracePeriodSeconds: ptr(TerminationGracePeriodSeconds),
+					ServiceAccountName:            p.ServiceAccountName,
+					ImagePullSecrets:              append([]corev1.LocalObjectReference(nil), p.ImagePullSecrets...),
+					SecurityContext:               &podSC,
+					InitContainers: []corev1.Container{{
+						Name:                     RunnerContainer,
+						Image:                    r.RunnerImage,
+						Command:                  []string{RunnerBinary, "copy", RunnerPath},
+						Resources:                RunnerResources(),
+						SecurityContext:          &runnerSC,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						VolumeMounts:             []corev1.VolumeMount{{Name: RunnerVolume, MountPath: RunnerDir}},
+					}},
+					Containers: []corev1.Container{{
+						Name:                     SourceContainer,
+						Image:                    r.Image,
+						ImagePullPolicy:          pull,
+						Command:                  []string{RunnerPath, "run"},
+						Args:                     r.args(),
+						Env:                      env,
+						EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: credsName}}}},
+						Resources:                *p.Resources.DeepCopy(),
+						SecurityContext:          &sourceSC,
+						TerminationMessagePath:   TerminationMessagePath,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: RunnerVolume, MountPath: RunnerDir, ReadOnly: true},
+							{Name: WorkVolume, MountPath: WorkDir},
+							{Name: TmpVolume, MountPath: TmpDir},
+							{Name: ConfigVolume, MountPath: ConfigDir, ReadOnly: true},
+							{Name: CredsVolume, MountPath: CredentialsDir, ReadOnly: true},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: RunnerVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: WorkVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{Secret: &configVolume}},
+						{Name: CredsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: credsName, DefaultMode: ptr(SecretFileMode)}}},
+					},
+				},
+			},
+		},
+	}
+	if len(job.Spec.Template.Spec.ImagePullSecrets) == 0 {
+		job.Spec.Template.Spec.ImagePullSecrets = nil
+	}
+	return job, dropped, nil
+}
+
+// RunSecret returns the per-run Secret captf-run-<job> of a created Job:
+// owned by the Job (controller, blocking its deletion), so it goes with the
+// Job, and immutable, so nothing can change the files under a running Job.
+// It holds main.tf.json and terraform.tfvars.json, or for a restore the
+// backup chunks as restore-0, restore-1, … (mounted as restore/0, …). job
+// must be the Job Build returned for r, as created (it needs its UID).
+func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
+	if r == nil || job == nil {
+		return nil, errors.New("a per-run Secret needs its run and its created Job")
+	}
+	if job.UID == "" {
+		return nil, fmt.Errorf("Job %s/%s has no UID yet: create it before its per-run Secret", job.Namespace, job.Name)
+	}
+	if job.Name != r.JobName || job.Namespace != r.Owner.Namespace {
+		return nil, fmt.Errorf("Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
+	}
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("cannot build the per-run Secret of Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	var data map[string][]byte
+	if r.Op == infrav1.OperationRestore {
+		data = make(map[string][]byte, len(r.Restore.Chunks))
+		for i, c := range r.Restore.Chunks {
+			data[restoreKey(i)] = c
+		}
+	} else {
+		data = map[string][]byte{MainFile: r.Inputs.MainTF, TFVarsFile: r.Inputs.TFVars}
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RunSecretName(job.Name),
+			Namespace: job.Namespace,
+			Labels:    Labels(r.Owner, r.Op, r.Attempt),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         batchv1.SchemeGroupVersion.String(),
+				Kind:               "Job",
+				Name:               job.Name,
+				UID:                job.UID,
+				Controller:         ptr(true),
+				BlockOwnerDeletion: ptr(true),
+			}},
+		},
+		Immutable: ptr(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data:      data,
+	}, nil
+}
+
+func restoreKey(i int) string { return restoreKeyPrefix + strconv.Itoa(i) }
