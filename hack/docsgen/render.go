@@ -19,21 +19,21 @@ const typeMetaPath = "k8s.io/apimachinery/pkg/apis/meta/v1.TypeMeta"
 // ignoredMarkers carry no validation: they are rendered elsewhere (kind
 // facts, Required column, Default column) or only drive code generation.
 var ignoredMarkers = map[string]bool{
-	"optional":                           true,
-	"required":                           true,
-	"kubebuilder:validation:Optional":    true,
-	"kubebuilder:validation:Required":    true,
-	"kubebuilder:default":                true,
-	"default":                            true,
-	"kubebuilder:object:root":            true,
-	"kubebuilder:object:generate":        true,
-	"kubebuilder:resource":               true,
-	"kubebuilder:subresource:status":     true,
-	"kubebuilder:subresource:scale":      true,
-	"kubebuilder:printcolumn":            true,
-	"kubebuilder:storageversion":         true,
-	"groupName":                          true,
-	"kubebuilder:skipversion":            true,
+	"optional":                        true,
+	"required":                        true,
+	"kubebuilder:validation:Optional": true,
+	"kubebuilder:validation:Required": true,
+	"kubebuilder:default":             true,
+	"default":                         true,
+	"kubebuilder:object:root":         true,
+	"kubebuilder:object:generate":     true,
+	"kubebuilder:resource":            true,
+	"kubebuilder:subresource:status":  true,
+	"kubebuilder:subresource:scale":   true,
+	"kubebuilder:printcolumn":         true,
+	"kubebuilder:storageversion":      true,
+	"groupName":                       true,
+	"kubebuilder:skipversion":         true,
 }
 
 // kindInfo is a root type that is not a List.
