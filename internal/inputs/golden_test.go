@@ -115,6 +115,13 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+func TestBackendOnlyRoot_DeclaresOnlyThePartialBackend(t *testing.T) {
+	want := "{\n  \"terraform\": {\n    \"backend\": {\n      \"kubernetes\": {}\n    }\n  }\n}\n"
+	if got := string(BackendOnlyRoot()); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func TestBookExample_ClusterRoleInputsMatchJobInputsSection2(t *testing.T) {
 	r := mustRender(t, Request{Image: bookImage, Inputs: bookCluster()})
 	got, want := decodeJSON(t, r.TFVars), decodeJSON(t, []byte(bookClusterTFVars))

@@ -144,6 +144,21 @@ func Render(req Request) (*Rendered, error) {
 	return &Rendered{Role: role, MainTF: mainTF, TFVars: tfvars, Hash: hash}, nil
 }
 
+// BackendOnlyRoot returns the main.tf.json of a restore Job's root: the
+// partial kubernetes backend stub alone, calling no module and declaring no
+// variable (Runtime Environment).
+func BackendOnlyRoot() []byte {
+	b, err := encodeFile(object{backendStub()}, false, 64)
+	if err != nil {
+		panic(err) // a constant document always encodes
+	}
+	return b
+}
+
+func backendStub() field {
+	return field{"terraform", object{{"backend", object{{"kubernetes", object{}}}}}}
+}
+
 // mainDocument builds the generated root: the partial kubernetes backend,
 // one variable per contract input and user variable, the module call
 // forwarding each by name, and every contract output re-exported sensitive.
@@ -177,7 +192,7 @@ func mainDocument(role contract.Role, userNames []string, vars Variables) object
 		}})
 	}
 	return object{
-		{"terraform", object{{"backend", object{{"kubernetes", object{}}}}}},
+		backendStub(),
 		{"variable", variables},
 		{"module", object{{ModuleName, args}}},
 		{"output", outputs},

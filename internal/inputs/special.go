@@ -207,9 +207,10 @@ func PoolReplicas(a Autoscaling, specReplicas, statusReplicas *int32) int32 {
 	return min(max(r, a.Min), a.Max)
 }
 
-// ExternallyManagedClusterOutputs is captf_cluster_outputs for the machines
-// and pools of a TerraformCluster carrying cluster.x-k8s.io/managed-by.
-var ExternallyManagedClusterOutputs = json.RawMessage("{}")
+// ExternallyManagedClusterOutputs returns captf_cluster_outputs for the
+// machines and pools of a TerraformCluster carrying
+// cluster.x-k8s.io/managed-by: {}, without reading any state.
+func ExternallyManagedClusterOutputs() json.RawMessage { return json.RawMessage("{}") }
 
 // ClusterFailureDomainNames returns the names of the cluster's failure_domains
 // output, in the module's order, for a pool's cluster_failure_domains input.

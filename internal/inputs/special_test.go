@@ -261,7 +261,7 @@ func TestTags_FixedKeysWithTemplate(t *testing.T) {
 
 func TestExternallyManagedClusterRendersEmptyObject(t *testing.T) {
 	m := bookMachine()
-	m.ClusterOutputs = ExternallyManagedClusterOutputs
+	m.ClusterOutputs = ExternallyManagedClusterOutputs()
 	got := decodeJSON(t, mustRender(t, Request{Image: bookImage, Inputs: m}).TFVars)
 	if !reflect.DeepEqual(got[contract.InputClusterOutputs], map[string]any{}) {
 		t.Errorf("captf_cluster_outputs = %v, want {}", got[contract.InputClusterOutputs])

@@ -205,7 +205,7 @@ func noopRequests() map[string]inputs.Request {
 			m.ControlPlane, m.FailureDomain, m.BootstrapFormat = true, "fd-a", "ignition"
 		}),
 		"machine of an externally managed cluster": machine(func(m *inputs.MachineInputs) {
-			m.ClusterOutputs, m.KubernetesVersion = inputs.ExternallyManagedClusterOutputs, ""
+			m.ClusterOutputs, m.KubernetesVersion = inputs.ExternallyManagedClusterOutputs(), ""
 		}),
 		"machinepool fixed replicas": pool(nil),
 		"machinepool autoscaling scaled to zero": pool(func(p *inputs.MachinePoolInputs) {
