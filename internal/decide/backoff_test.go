@@ -20,7 +20,7 @@ func TestBackoffDelayLimitTables(t *testing.T) {
 		for _, limit := range tb.limits {
 			for i, want := range tb.delays {
 				n := i + 1
-				name := fmt.Sprintf("backoff/limit_%d/after_%d_failures_is_%s", limit, n, shortDur(want))
+				name := fmt.Sprintf("backoff/limit_%d/after_%d_failures_is_%s", limit, n, compactDur(want))
 				t.Run(name, func(t *testing.T) {
 					if got := BackoffDelay(n, limit); got != want {
 						t.Fatalf("BackoffDelay(%d, %d) = %v, want %v", n, limit, got, want)
@@ -46,10 +46,6 @@ func TestBackoffDelayLimitTables(t *testing.T) {
 			}
 		})
 	}
-}
-
-func shortDur(d time.Duration) string {
-	return fmt.Sprintf("%dm", int(d/time.Minute))
 }
 
 func TestOutcomeCounting(t *testing.T) {

@@ -232,6 +232,9 @@ func (d *decider) restore() (Decision, bool) {
 		}
 	}
 	opts := jobOptions{restoreSerial: r.Serial, durable: d.o.Inputs != InputsBuilt}
+	if opts.durable && d.o.DurableInputsMissing {
+		return wait(ReasonDurableInputsMissing, RequeueFixInput), true
+	}
 	return d.start(OpRestore, ReasonRestoreRequested, opts), true
 }
 
@@ -378,7 +381,9 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 	}
 	// 6. The drift interval: the first check one interval after the last
 	// successful apply, later ones one interval after the previous check.
-	if di := EffectiveDriftInterval(o.Kind, o.Drift); di.Enabled && o.Provisioned {
+	// It is not held back until the provisioned latch: an applied object
+	// whose outputs are still pending would otherwise never be read again.
+	if di := EffectiveDriftInterval(o.Kind, o.Drift); di.Enabled {
 		from := d.lastDriftCheck
 		if from.IsZero() {
 			from = d.lastApply

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,12 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("restore plan %+v", p)
 				}
 			})},
+		{name: "order/1_restore_without_inputs_to_run_on_holds_10m", kind: KindMachine,
+			mut: func(o *Observation) {
+				o.Restore = &RestoreRequest{Serial: 3, BackupFound: true}
+				o.DurableInputsMissing = true
+			},
+			op: OpNone, reason: ReasonDurableInputsMissing, requeue: 10 * time.Minute},
 		{name: "order/1_restore_is_not_taken_while_deleting",
 			mut: func(o *Observation) { o.Restore = &RestoreRequest{Serial: 7, BackupFound: true}; deleting(o) },
 			op:  OpDestroy, reason: ReasonDeleting},
@@ -566,7 +573,7 @@ func TestDecideSchedule(t *testing.T) {
 				o.Provisioned = false
 				o.LastRefresh = ago(4 * time.Minute)
 			},
-			op: OpNone, reason: ReasonUpToDate, requeue: 0},
+			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
 		{name: "schedule/6_drift_interval_elapsed_runs_drift",
 			mut: func(o *Observation) { o.LastDriftCheck = ago(35 * time.Minute) },
 			op:  OpDrift, reason: ReasonDriftDue,
@@ -629,9 +636,9 @@ func TestDecideSchedule(t *testing.T) {
 				o.LastDriftCheck = ago(31 * time.Minute)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
-		{name: "schedule/6_no_drift_check_before_provisioned",
+		{name: "schedule/6_an_applied_object_not_yet_provisioned_is_still_checked", kind: KindMachine,
 			mut: func(o *Observation) { o.Provisioned = false; o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
+			op:  OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/7_otherwise_requeue_at_the_soonest_due",
 			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
 		{name: "schedule/7_nothing_scheduled_waits_for_a_watch_event",
@@ -673,7 +680,8 @@ func TestDecideSchedule(t *testing.T) {
 	for _, kind := range []Kind{KindCluster, KindMachine} {
 		for k, delay := range []time.Duration{30 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute} {
 			cases = append(cases, dcase{
-				name: "schedule/3_pending_backoff_" + string(kind.Short()) + "_after_" + itoa(k) + "_pending_samples_is_" + delay.String(),
+				name: fmt.Sprintf("schedule/3_pending_backoff_%s_after_%d_pending_samples_is_%s",
+					strings.ToLower(strings.TrimPrefix(string(kind), "Terraform")), k, compactDur(delay)),
 				kind: kind,
 				mut: func(o *Observation) {
 					o.Health = HealthPending
@@ -687,7 +695,12 @@ func TestDecideSchedule(t *testing.T) {
 	runCases(t, cases)
 }
 
-func itoa(i int) string { return string(rune('0' + i)) }
+func compactDur(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
 
 func TestDecideBackoff(t *testing.T) {
 	runCases(t, []dcase{

@@ -66,6 +66,12 @@
 //     waiting for its machines and pools: there is nothing to destroy.
 //   - An apply Job deleted while it ran keeps an apply due (reason
 //     ApplyInterrupted) right after step 6.
+//   - Drift checks do not wait for the provisioned latch: an applied object
+//     whose outputs are still pending (a machine's provider_id, say) would
+//     otherwise never have its outputs read again. The remediation
+//     health-check interval does wait for it, as the book says.
+//   - A restore whose durable inputs are gone, when current inputs cannot be
+//     built either, holds for 10 min like any other Job without inputs.
 //   - The drift interval counts from the last successful drift check once
 //     there is one, so a pool re-applied every few minutes by bootstrap
 //     rotation still gets its drift checks.
