@@ -244,11 +244,11 @@ func parseStateJSON(sc *scanner) (*stateFields, error) {
 	if c != '{' {
 		return nil, sc.syntax("the state is not a JSON object")
 	}
-	err = sc.object(func(name string, ok bool) error {
+	err = sc.object(func(name []byte, ok bool) error {
 		if !ok {
 			return sc.skipValue(1)
 		}
-		switch name {
+		switch string(name) {
 		case "version":
 			raw, err := sc.captureNumber()
 			if err != nil {
@@ -264,7 +264,7 @@ func parseStateJSON(sc *scanner) (*stateFields, error) {
 			}
 			return nil
 		case "terraform_version":
-			v, err := sc.stringField(name)
+			v, err := sc.stringField("terraform_version")
 			f.runtimeVersion = v
 			return err
 		case "serial":
@@ -279,7 +279,7 @@ func parseStateJSON(sc *scanner) (*stateFields, error) {
 			f.serial, f.haveSerial = v, true
 			return nil
 		case "lineage":
-			v, err := sc.stringField(name)
+			v, err := sc.stringField("lineage")
 			f.lineage = v
 			return err
 		case "outputs":
@@ -287,7 +287,7 @@ func parseStateJSON(sc *scanner) (*stateFields, error) {
 		case "resources":
 			return parseResources(sc, f)
 		case "encryption_version":
-			v, err := sc.stringField(name)
+			v, err := sc.stringField("encryption_version")
 			if v != "" {
 				f.encrypted = true
 				f.encryptionVersion = strconv.Quote(v)
@@ -308,15 +308,22 @@ func parseStateJSON(sc *scanner) (*stateFields, error) {
 
 // stringField reads a short string field; null reads as "".
 func (s *scanner) stringField(name string) (string, error) {
+	v, err := s.nameField(name)
+	return string(v), err
+}
+
+// nameField reads a short string field into scratch space (see readName);
+// null reads as empty.
+func (s *scanner) nameField(name string) ([]byte, error) {
 	if null, err := s.isNull(); err != nil || null {
-		return "", err
+		return nil, err
 	}
-	v, ok, err := s.readString()
+	v, ok, err := s.readName()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !ok {
-		return "", s.syntax("field %s is longer than %d bytes", name, maxNameLen)
+		return nil, s.syntax("field %s is longer than %d bytes", name, maxNameLen)
 	}
 	return v, nil
 }
@@ -347,13 +354,14 @@ func (s *scanner) captureNumber() ([]byte, error) {
 // "sensitive": bool}}.
 func parseOutputs(sc *scanner, f *stateFields) error {
 	f.outputs = Outputs{}
-	return sc.object(func(name string, ok bool) error {
+	return sc.object(func(rawName []byte, ok bool) error {
 		if !ok {
 			return sc.syntax("an output name is longer than %d bytes", maxNameLen)
 		}
+		name := string(rawName)
 		var out Output
-		err := sc.object(func(field string, _ bool) error {
-			switch field {
+		err := sc.object(func(field []byte, _ bool) error {
+			switch string(field) {
 			case "value":
 				v, err := sc.captureValue()
 				out.Value = v
@@ -395,12 +403,12 @@ func parseOutputs(sc *scanner, f *stateFields) error {
 func parseResources(sc *scanner, f *stateFields) error {
 	return sc.array(func() error {
 		managed := false
-		err := sc.object(func(field string, _ bool) error {
-			if field != "mode" {
+		err := sc.object(func(field []byte, _ bool) error {
+			if string(field) != "mode" {
 				return sc.skipValue(2)
 			}
-			v, err := sc.stringField("mode")
-			managed = v == "managed"
+			v, err := sc.nameField("mode")
+			managed = string(v) == "managed"
 			return err
 		})
 		if managed {

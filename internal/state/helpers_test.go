@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,34 +135,6 @@ func chunkSecrets(namespace, suffix string, chunks [][]byte) []corev1.Secret {
 	out := make([]corev1.Secret, len(chunks))
 	for i, c := range chunks {
 		out[i] = backendSecret(namespace, suffix, ChunkName(suffix, i), c)
-	}
-	return out
-}
-
-// bigDoc builds a state whose JSON is at least size bytes: many resources
-// whose attributes hold varied strings, compressing about as real state does.
-func bigDoc(t testing.TB, size int) []byte {
-	t.Helper()
-	d := sampleDoc(42)
-	var b strings.Builder
-	n := 0
-	for total := 0; total < size; n++ {
-		attrs := map[string]any{}
-		for j := 0; j < 8; j++ {
-			b.Reset()
-			for k := 0; k < 24; k++ {
-				fmt.Fprintf(&b, "%x", uint32(n*2654435761+j*40503+k*97))
-			}
-			attrs[fmt.Sprintf("attr_%d", j)] = b.String()
-		}
-		r := docResource{Mode: "managed", Type: "terraform_data", Name: fmt.Sprintf("r%d", n),
-			Provider: `provider["terraform.io/builtin/terraform"]`, Instances: []docInstance{{Attributes: attrs}}}
-		d.Resources = append(d.Resources, r)
-		total += 8 * (24*8 + 16)
-	}
-	out := mustJSON(t, d)
-	if len(out) < size {
-		t.Fatalf("bigDoc built %d bytes, want %d", len(out), size)
 	}
 	return out
 }

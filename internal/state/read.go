@@ -70,7 +70,9 @@ func backendSelector(suffix string) client.MatchingLabels {
 // reason), and any other error for a failed API call.
 func Read(ctx context.Context, c client.Reader, namespace, suffix string, lim Limits) (*State, error) {
 	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), backendSelector(suffix)); err != nil {
+	// The reader never modifies what it lists, so a cache may hand over its
+	// own objects instead of copying the whole state on every read.
+	if err := c.List(ctx, &list, client.InNamespace(namespace), backendSelector(suffix), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list state Secrets for suffix %s in namespace %s: %w", suffix, namespace, err)
 	}
 	return FromSecrets(list.Items, suffix, lim)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ type scanner struct {
 	capBuf      []byte
 	capLimit    int  // 0: no limit
 	capOverflow bool // the capture passed capLimit and was dropped
+	scratch     []byte
 }
 
 const (
@@ -97,11 +99,15 @@ func (s *scanner) unexpectedEnd() error {
 }
 
 // startCapture starts recording the bytes consumed from now on; limit > 0
-// drops a recording that grows past it.
+// drops a recording that grows past it and records into a scratch buffer
+// reused by the next capture, limit 0 into a buffer of its own.
 func (s *scanner) startCapture(limit int) {
 	s.capturing = true
 	s.capStart = s.pos
 	s.capBuf = nil
+	if limit > 0 {
+		s.capBuf = s.scratch[:0]
+	}
 	s.capLimit = limit
 	s.capOverflow = false
 }
@@ -115,6 +121,9 @@ func (s *scanner) endCapture() []byte {
 	}
 	out := append(s.capBuf, s.buf[s.capStart:s.pos]...)
 	s.capBuf = nil
+	if s.capLimit > 0 {
+		s.scratch = out[:0]
+	}
 	return out[:len(out):len(out)]
 }
 
@@ -231,37 +240,36 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// readString decodes a string value of at most maxNameLen bytes. The
-// second result is false, and the string is skipped, when it is longer.
-func (s *scanner) readString() (string, bool, error) {
+// readName decodes a string of at most maxNameLen bytes into the scanner's
+// scratch space: the result is valid until the next capture. The second
+// result is false, and the string skipped, when it is longer.
+func (s *scanner) readName() ([]byte, bool, error) {
 	c, err := s.next()
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
 	if c != '"' {
-		return "", false, s.syntax("expected a string, found %q", c)
+		return nil, false, s.syntax("expected a string, found %q", c)
 	}
 	s.startCapture(maxNameLen + 2)
 	if err := s.skipString(); err != nil {
 		s.capturing = false
 		s.capBuf = nil
-		return "", false, err
+		return nil, false, err
 	}
 	raw := s.endCapture()
 	if raw == nil {
-		return "", false, nil
+		return nil, false, nil
 	}
 	inner := raw[1 : len(raw)-1]
-	for _, b := range inner {
-		if b == '\\' {
-			var out string
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return "", false, s.syntax("invalid string")
-			}
-			return out, true, nil
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		var out string
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, false, s.syntax("invalid string")
 		}
+		return []byte(out), true, nil
 	}
-	return string(inner), true, nil
+	return inner, true, nil
 }
 
 // skipLiteral consumes true, false or null.
@@ -471,9 +479,10 @@ func (s *scanner) isNull() (bool, error) {
 }
 
 // object walks the members of an object, handing each field name to fn,
-// which must consume the value. Field names longer than maxNameLen are
-// reported as "" with ok false. A null instead of an object walks nothing.
-func (s *scanner) object(fn func(name string, ok bool) error) error {
+// which must consume the value; the name is only valid until then. Field
+// names longer than maxNameLen are reported as nil with ok false. A null
+// instead of an object walks nothing.
+func (s *scanner) object(fn func(name []byte, ok bool) error) error {
 	if null, err := s.isNull(); err != nil || null {
 		return err
 	}
@@ -489,7 +498,7 @@ func (s *scanner) object(fn func(name string, ok bool) error) error {
 		return nil
 	}
 	for {
-		name, ok, err := s.readString()
+		name, ok, err := s.readName()
 		if err != nil {
 			return err
 		}

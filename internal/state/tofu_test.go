@@ -75,7 +75,7 @@ output "names" {
 
 // tofuWorkspace is a root module directory with its own tofu environment.
 type tofuWorkspace struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string
 	env    []string
@@ -86,12 +86,19 @@ type tofuWorkspace struct {
 
 func newTofuWorkspace(t *testing.T, e *testEnv, ns, suffix string, extraEnv ...string) *tofuWorkspace {
 	t.Helper()
+	return newTofuWorkspaceTB(t, e, ns, suffix, tofuModule, extraEnv...)
+}
+
+// newTofuWorkspaceTB writes module into a fresh directory and sets up
+// tofu's environment there.
+func newTofuWorkspaceTB(t testing.TB, e *testEnv, ns, suffix, module string, extraEnv ...string) *tofuWorkspace {
+	t.Helper()
 	bin, err := tools.Path("tofu")
 	if err != nil {
 		t.Fatalf("tofu: %v", err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(tofuModule), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	other := `{"version":4,"terraform_version":"1.12.6","serial":1,"lineage":"other","outputs":{},"resources":[]}`
