@@ -1,0 +1,85 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Workload is what TerraformCluster, TerraformMachine and
+// TerraformMachinePool share: the reconcile flow is written once against it.
+// +kubebuilder:object:generate=false
+type Workload interface {
+	metav1.Object
+	// GetWorkspace returns the spec fields the three kinds share.
+	GetWorkspace() *WorkspaceSpec
+	// GetWorkspaceStatus returns the status fields the three kinds share.
+	GetWorkspaceStatus() *WorkspaceStatus
+	// GetIdentityRef returns the object's own identityRef, if set.
+	GetIdentityRef() *IdentityReference
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+}
+
+// GetWorkspace implements Workload.
+func (c *TerraformCluster) GetWorkspace() *WorkspaceSpec { return &c.Spec.WorkspaceSpec }
+
+// GetWorkspaceStatus implements Workload.
+func (c *TerraformCluster) GetWorkspaceStatus() *WorkspaceStatus { return &c.Status.WorkspaceStatus }
+
+// GetIdentityRef implements Workload.
+func (c *TerraformCluster) GetIdentityRef() *IdentityReference { return c.Spec.IdentityRef }
+
+// GetConditions returns the conditions.
+func (c *TerraformCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (c *TerraformCluster) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
+
+// GetWorkspace implements Workload.
+func (m *TerraformMachine) GetWorkspace() *WorkspaceSpec { return &m.Spec.WorkspaceSpec }
+
+// GetWorkspaceStatus implements Workload.
+func (m *TerraformMachine) GetWorkspaceStatus() *WorkspaceStatus { return &m.Status.WorkspaceStatus }
+
+// GetIdentityRef implements Workload.
+func (m *TerraformMachine) GetIdentityRef() *IdentityReference { return m.Spec.IdentityRef }
+
+// GetConditions returns the conditions.
+func (m *TerraformMachine) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (m *TerraformMachine) SetConditions(conds []metav1.Condition) { m.Status.Conditions = conds }
+
+// GetWorkspace implements Workload.
+func (p *TerraformMachinePool) GetWorkspace() *WorkspaceSpec { return &p.Spec.WorkspaceSpec }
+
+// GetWorkspaceStatus implements Workload.
+func (p *TerraformMachinePool) GetWorkspaceStatus() *WorkspaceStatus { return &p.Status.WorkspaceStatus }
+
+// GetIdentityRef implements Workload.
+func (p *TerraformMachinePool) GetIdentityRef() *IdentityReference { return p.Spec.IdentityRef }
+
+// GetConditions returns the conditions.
+func (p *TerraformMachinePool) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (p *TerraformMachinePool) SetConditions(conds []metav1.Condition) { p.Status.Conditions = conds }
+
+// GetConditions returns the conditions.
+func (i *TerraformClusterIdentity) GetConditions() []metav1.Condition { return i.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (i *TerraformClusterIdentity) SetConditions(conds []metav1.Condition) {
+	i.Status.Conditions = conds
+}
+
+// GetConditions returns the conditions.
+func (t *TerraformMachineTemplate) GetConditions() []metav1.Condition { return t.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (t *TerraformMachineTemplate) SetConditions(conds []metav1.Condition) {
+	t.Status.Conditions = conds
+}
+
+var (
+	_ Workload = &TerraformCluster{}
+	_ Workload = &TerraformMachine{}
+	_ Workload = &TerraformMachinePool{}
+)
