@@ -335,7 +335,7 @@ func (s *scanner) captureNumber() ([]byte, error) {
 		return nil, err
 	}
 	if c != '-' && (c < '0' || c > '9') {
-		return nil, s.syntax("expected a number, found %q", c)
+		return nil, s.syntax("expected a number")
 	}
 	s.startCapture(64)
 	if err := s.skipNumber(); err != nil {

@@ -193,6 +193,11 @@ func TestReadFailures(t *testing.T) {
 			kind:    ErrJSON, reason: ReasonCorrupt,
 		},
 		{
+			name:    "bad JSON at a secret value names the offset, never the content",
+			secrets: chunkSecrets(testNS, suffix, [][]byte{gzipBytes(t, []byte(`{"version":4,"serial":1,"lineage":"l","outputs":{"t":{"value":`+sentinel+`}}}`))}),
+			kind:    ErrJSON, reason: ReasonCorrupt,
+		},
+		{
 			name:    "JSON that is not an object is corrupt",
 			secrets: chunkSecrets(testNS, suffix, [][]byte{gzipBytes(t, []byte(`[4]`))}),
 			kind:    ErrJSON, reason: ReasonCorrupt,

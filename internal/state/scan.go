@@ -162,7 +162,7 @@ func (s *scanner) expect(want byte) error {
 		return err
 	}
 	if c != want {
-		return s.syntax("expected %q, found %q", want, c)
+		return s.syntax("expected %q", want)
 	}
 	s.pos++
 	return nil
@@ -249,7 +249,7 @@ func (s *scanner) readName() ([]byte, bool, error) {
 		return nil, false, err
 	}
 	if c != '"' {
-		return nil, false, s.syntax("expected a string, found %q", c)
+		return nil, false, s.syntax("expected a string")
 	}
 	s.startCapture(maxNameLen + 2)
 	if err := s.skipString(); err != nil {
@@ -381,7 +381,7 @@ func (s *scanner) skipValue(depth int) error {
 		}
 		for {
 			if c != '"' {
-				return s.syntax("expected a field name, found %q", c)
+				return s.syntax("expected a field name")
 			}
 			if err := s.skipString(); err != nil {
 				return err
@@ -431,7 +431,7 @@ func (s *scanner) skipValue(depth int) error {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return s.skipNumber()
 	default:
-		return s.syntax("unexpected %q where a value belongs", c)
+		return s.syntax("unexpected character where a value belongs")
 	}
 }
 
@@ -449,7 +449,7 @@ func (s *scanner) more(closing byte) (bool, error) {
 	case closing:
 		return false, nil
 	}
-	return false, s.syntax("expected ',' or %q, found %q", closing, c)
+	return false, s.syntax("expected ',' or %q", closing)
 }
 
 // captureValue consumes one value and returns its raw JSON bytes.
@@ -546,12 +546,12 @@ func (s *scanner) array(fn func() error) error {
 // atEnd consumes trailing whitespace and fails on anything else, so the
 // whole stream (and the gzip checksum behind it) is read.
 func (s *scanner) atEnd() error {
-	c, err := s.peekNonSpace()
+	_, err := s.peekNonSpace()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return s.syntax("unexpected %q after the state object", c)
+	return s.syntax("unexpected data after the state object")
 }
