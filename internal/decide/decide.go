@@ -114,6 +114,11 @@ func (d *decider) decide() Decision {
 	}
 
 	lost := d.stateLost()
+	if o.Deleting && d.destroyed() {
+		// The destroy succeeded: clean up and drop the finalizer, whatever
+		// the (now empty, or already deleted) state says.
+		return Decision{Op: OpDropFinalizer, Reason: ReasonDestroySucceeded}
+	}
 	if o.Deleting {
 		// Deleting with no state and nothing ever applied: nothing to
 		// destroy, and no credentials or owner needed to drop the finalizer.
@@ -170,6 +175,16 @@ func (d *decider) decide() Decision {
 
 	// The refresh, membership and drift schedule.
 	return d.schedule(0, ReasonScheduled)
+}
+
+// destroyed: a destroy Job succeeded and no apply succeeded after it.
+func (d *decider) destroyed() bool {
+	destroy := d.h.newestSuccess(OpDestroy)
+	if destroy == nil {
+		return false
+	}
+	apply := d.h.newestSuccess(OpApply)
+	return apply == nil || newer(destroy, apply)
 }
 
 // stateLost: an object that counts as applied has no state, or (a

@@ -122,6 +122,26 @@ func TestDecideOrder(t *testing.T) {
 		{name: "order/deleting_cluster_with_no_state_does_not_wait_for_dependents",
 			mut: func(o *Observation) { noState(o); deleting(o); o.DependentsExist = true },
 			op:  OpDropFinalizer, reason: ReasonNoStateToDestroy},
+		{name: "deletion/a_succeeded_destroy_drops_the_finalizer",
+			mut: func(o *Observation) {
+				deleting(o)
+				o.Jobs = append(o.Jobs, rec(OpDestroy, 1, time.Second, true))
+			},
+			op: OpDropFinalizer, reason: ReasonDestroySucceeded},
+		{name: "deletion/a_succeeded_destroy_drops_the_finalizer_after_its_state_is_gone",
+			mut: func(o *Observation) {
+				deleting(o)
+				o.State = StateNotFound
+				o.EverApplied = true
+				o.Jobs = append(o.Jobs, rec(OpDestroy, 1, time.Second, true))
+			},
+			op: OpDropFinalizer, reason: ReasonDestroySucceeded},
+		{name: "deletion/a_failed_destroy_is_retried",
+			mut: func(o *Observation) {
+				deleting(o)
+				o.Jobs = append(o.Jobs, rec(OpDestroy, 1, time.Hour, false))
+			},
+			op: OpDestroy, reason: ReasonDeleting},
 		{name: "order/owner_not_ready_waits_30s_with_its_reason",
 			mut: func(o *Observation) { o.OwnerWait = "WaitingForOwner"; changed(o) },
 			op:  OpNone, reason: "WaitingForOwner", requeue: 30 * time.Second},

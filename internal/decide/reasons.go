@@ -30,6 +30,9 @@ const (
 	// ReasonNoStateToDestroy: deleting with no state and nothing ever
 	// applied; the finalizer goes at once.
 	ReasonNoStateToDestroy Reason = "NoStateToDestroy"
+	// ReasonDestroySucceeded: a destroy Job succeeded (after the newest
+	// successful apply), so deletion cleans up and drops the finalizer.
+	ReasonDestroySucceeded Reason = "DestroySucceeded"
 	// ReasonInfrastructureAbandoned: deleting with lost state and
 	// captf.io/abandon-infrastructure naming the object's UID.
 	ReasonInfrastructureAbandoned Reason = "InfrastructureAbandoned"
