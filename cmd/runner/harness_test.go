@@ -328,6 +328,13 @@ func (f *fixture) start(env []string, args []string) *started {
 	if err := os.RemoveAll(filepath.Join(f.dir, "work")); err != nil {
 		f.t.Fatal(err)
 	}
+	return f.startRaw(env, args)
+}
+
+// startRaw starts the runner with exactly args; the result document is
+// expected at <dir>/termination-log.
+func (f *fixture) startRaw(env []string, args []string) *started {
+	f.t.Helper()
 	_ = os.Remove(filepath.Join(f.dir, "termination-log"))
 	s := &started{f: f, stdout: &watchBuffer{}, stderr: &watchBuffer{}}
 	s.cmd = exec.Command(runnerBin, args...)
@@ -544,4 +551,21 @@ func writeJSON(t *testing.T, path string, v any) {
 	if err := os.WriteFile(path, b, 0o440); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
 }

@@ -1,7 +1,3 @@
-// Command runner is CAPTF's in-Job binary: the init container copies it into
-// the Job's pod and the module container runs one operation with it against
-// the image's /captf/runtime. Everything it does lives in internal/runner.
-// Build it static: CGO_ENABLED=0 go build ./cmd/runner.
 package main
 
 import (

@@ -114,7 +114,7 @@ func (e *executor) run(spec stepSpec) stepOutcome {
 		Dir:  e.dir,
 		Env:  e.env,
 		// A plugin left holding the output pipes must not hold the step.
-		WaitDelay: 10 * time.Second,
+		WaitDelay: 5 * time.Second,
 	}
 
 	tail := &tailBuffer{limit: stderrTailBytes}
