@@ -25,6 +25,12 @@
 //   - cleanup of the state Secrets and lock Lease after a destroy;
 //   - the pure "ever applied" test that tells lost state from no state.
 //
+// Read lists through a controller-runtime client.Reader; in the manager that
+// is the cache, whose Secret informer is label-selected (captf.io/managed,
+// which the runner's backend configuration adds to every state Secret and
+// lock Lease). It asks the cache not to copy: a State shares its Secrets
+// with the cache and never modifies them.
+//
 // Output values may be sensitive: the types that carry them redact
 // themselves when formatted or logged, and nothing in this package logs them.
 package state
