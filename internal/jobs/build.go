@@ -1,8 +1,6 @@
 package jobs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 )
 
 // The workload kinds that run Jobs.
@@ -210,15 +209,9 @@ func hclString(s string) string {
 }
 
 // CredsSecretName is the credential mirror of an identity,
-// captf-creds-<identity>; when that is over 253 characters the identity is
-// replaced by the first 16 hex characters of its SHA-256.
-func CredsSecretName(identity string) string {
-	if len(CredsSecretPrefix)+len(identity) <= validation.DNS1123SubdomainMaxLength {
-		return CredsSecretPrefix + identity
-	}
-	sum := sha256.Sum256([]byte(identity))
-	return CredsSecretPrefix + hex.EncodeToString(sum[:8])
-}
+// captf-creds-<identity>, named as internal/identity names it (an over-long
+// name ends in a hash).
+func CredsSecretName(name string) string { return identity.MirrorName(name) }
 
 // validate checks a Run and names every problem (never a value of the
 // inputs, which may carry secrets).

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 )
 
 // The fixed names and paths of a Job (reference-facts §8.1, book: Runtime
@@ -60,12 +62,10 @@ const (
 
 	// RunSecretPrefix prefixes the per-run Secret: captf-run-<job>.
 	RunSecretPrefix = "captf-run-"
-	// CredsSecretPrefix prefixes the identity mirror: captf-creds-<identity>.
-	CredsSecretPrefix = "captf-creds-"
 
 	// DefaultServiceAccount is the runner ServiceAccount CAPTF manages in
 	// each namespace.
-	DefaultServiceAccount = "captf-runner"
+	DefaultServiceAccount = identity.RunnerName
 	// RunnerUID is the runner's user ID, the init container's runAsUser and
 	// the default pod fsGroup (so a non-root module user can read the 0440
 	// credential files through that group).
