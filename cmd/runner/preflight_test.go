@@ -78,3 +78,35 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedStepExitCodeAndSummary: a failing step stops the Job at that
+// step; the runner exits with the step's own code and the summary comes
+// from validate's JSON diagnostics, never from raw output.
+func TestFailedStepExitCodeAndSummary(t *testing.T) {
+	script := `#!/bin/sh
+case "$1" in
+  version) echo '{"terraform_version":"0.0.0-fake"}' ;;
+  validate)
+    echo '{"valid":false,"error_count":1,"diagnostics":[{"severity":"error","summary":"Unsupported argument","detail":"raw-detail-text","range":{"filename":"../../module/main.tf","start":{"line":3,"column":1,"byte":0},"end":{"line":3,"column":2,"byte":1}}}]}'
+    echo 'raw stderr line' >&2
+    exit 3 ;;
+  apply) echo should-not-run; exit 0 ;;
+esac
+exit 0
+`
+	f, args := fakeJob(t, script)
+	out := f.startRaw([]string{"PATH=/usr/bin:/bin"}, args).finish()
+	if out.code != 3 {
+		t.Errorf("exit %d, want the failing step's 3", out.code)
+	}
+	e := out.doc.Error
+	if e == nil || e.Kind != infrav1.RunErrorStep || *e.Step != "validate" || e.Tail != "Unsupported argument (../../module/main.tf:3)" {
+		t.Fatalf("error %+v", e)
+	}
+	if got := out.steps(); got != "init,validate" {
+		t.Errorf("steps %s: the run must stop at the failing step", got)
+	}
+	if !strings.Contains(out.stdout, "raw-detail-text") || !strings.Contains(out.stderr, "raw stderr line") {
+		t.Errorf("validate's output must still reach the pod log")
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json, as the manager
 	"k8s.io/klog/v2"
 )
 

@@ -12,12 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 )
 
 // File names of the generated root and the per-run Secret.
 const (
-	MainFile    = "main.tf.json"
-	TFVarsFile  = "terraform.tfvars.json"
+	MainFile    = inputs.MainFile
+	TFVarsFile  = inputs.TFVarsFile
 	RestoreDir  = "restore"
 	rootDirName = "root"
 	planFile    = "plan.tfplan"
@@ -31,10 +33,6 @@ const (
 	// 64 MiB of state).
 	maxRestoreBytes = 64 << 20
 )
-
-// restoreRoot is a restore's generated root: the partial kubernetes backend
-// alone, with no module call and no variable.
-const restoreRoot = `{"terraform":{"backend":{"kubernetes":{}}}}` + "\n"
 
 // LayoutError is an image-layout failure: the image does not follow the
 // Image Contract.
@@ -115,7 +113,8 @@ func PrepareRoot(workdir, configDir string, restore bool) (string, error) {
 		return "", &PrepareError{fmt.Errorf("creating the generated root %s: %w", root, err)}
 	}
 	if restore {
-		if err := os.WriteFile(filepath.Join(root, MainFile), []byte(restoreRoot), 0o600); err != nil {
+		// The backend block alone: no module call, no variable.
+		if err := os.WriteFile(filepath.Join(root, MainFile), inputs.BackendOnlyRoot(), 0o600); err != nil {
 			return "", &PrepareError{fmt.Errorf("writing the restore root: %w", err)}
 		}
 		return root, nil

@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
+	"reflect"
 	"errors"
 	"os"
 	"path/filepath"
@@ -105,7 +107,12 @@ func TestPrepareRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(filepath.Join(root, MainFile))
-		if strings.TrimSpace(string(b)) != `{"terraform":{"backend":{"kubernetes":{}}}}` {
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"terraform": map[string]any{"backend": map[string]any{"kubernetes": map[string]any{}}}}
+		if !reflect.DeepEqual(doc, want) {
 			t.Errorf("restore root %s", b)
 		}
 		if _, err := os.Stat(filepath.Join(root, TFVarsFile)); !os.IsNotExist(err) {
