@@ -210,7 +210,9 @@ func sameSubjects(a, b []rbacv1.Subject) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	key := func(s rbacv1.Subject) string { return s.Kind + "\x00" + s.APIGroup + "\x00" + s.Namespace + "\x00" + s.Name }
+	key := func(s rbacv1.Subject) string {
+		return s.Kind + "\x00" + s.APIGroup + "\x00" + s.Namespace + "\x00" + s.Name
+	}
 	as := make([]string, len(a))
 	bs := make([]string, len(b))
 	for i := range a {
