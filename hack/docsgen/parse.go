@@ -143,6 +143,15 @@ func loadPackage(dir string) (*apiPackage, error) {
 		if !ok {
 			return nil, fmt.Errorf("type %s: declaration not found", dt.Name)
 		}
+		// Only exported data types can be part of the API's schema; an
+		// interface or function type is Go plumbing.
+		switch st.spec.Type.(type) {
+		case *ast.InterfaceType, *ast.FuncType, *ast.ChanType:
+			continue
+		}
+		if !token.IsExported(dt.Name) {
+			continue
+		}
 		prose, markers, err := splitComment(strings.Split(dt.Doc, "\n"))
 		if err != nil {
 			return nil, fmt.Errorf("type %s: %w", dt.Name, err)

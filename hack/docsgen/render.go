@@ -101,6 +101,26 @@ func render(pkg *apiPackage) ([]byte, error) {
 		return nil, fmt.Errorf("no kinds found: no type carries +kubebuilder:object:root=true")
 	}
 
+	// Document only what the kinds reach: an exported type no field of a
+	// kind leads to is not part of the API's schema.
+	reachable := map[string]bool{}
+	var walk func(string)
+	walk = func(n string) {
+		t, ok := pkg.Types[n]
+		if !ok || reachable[n] {
+			return
+		}
+		reachable[n] = true
+		for _, f := range t.Fields {
+			if f.Type.Local != "" {
+				walk(f.Type.Local)
+			}
+		}
+	}
+	for _, k := range kinds {
+		walk(k.Type.Name)
+	}
+
 	usedBy := map[string]map[string]bool{}
 	for _, n := range names {
 		for _, f := range pkg.Types[n].Fields {
@@ -202,7 +222,7 @@ func render(pkg *apiPackage) ([]byte, error) {
 	b.WriteString("## Types\n\n")
 	b.WriteString("Every other type of the API, in alphabetical order.\n\n")
 	for _, n := range names {
-		if isKindOrList[n] {
+		if isKindOrList[n] || !reachable[n] {
 			continue
 		}
 		t := pkg.Types[n]

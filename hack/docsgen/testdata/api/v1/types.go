@@ -85,3 +85,16 @@ type WidgetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Widget `json:"items"`
 }
+
+// Painter is Go plumbing, not part of the schema.
+type Painter interface {
+	Paint(c Color) error
+}
+
+// Unused is exported but no kind reaches it.
+type Unused struct {
+	// x is never served.
+	X string `json:"x"`
+}
+
+type hidden struct{}
