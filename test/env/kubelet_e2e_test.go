@@ -23,7 +23,7 @@ import (
 const ns = "jobs"
 
 func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
-	e := env.ForTest(t, env.Options{Kubelet: true, Registry: true})
+	e := env.ForTest(t, env.Options{Logger: testLogger, Kubelet: true, Registry: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cs := e.Clientset
@@ -43,15 +43,15 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 		job := podprogJob("succeed", image, []string{
 			"--identity",
 			"--expect-env=USER_NAME=alice", "--expect-env=API_KEY=s3cr3t", // envFrom secretRef
-			"--expect-env=GREETING=hi",       // configMapKeyRef
-			"--expect-env=TOKEN_COPY=s3cr3t", // secretKeyRef
+			"--expect-env=GREETING=hi",        // configMapKeyRef
+			"--expect-env=TOKEN_COPY=s3cr3t",  // secretKeyRef
 			"--expect-env=POD_NAMESPACE=jobs", // fieldRef
 			"--expect-env=FULL=alice-x",       // $(VAR) expansion
 			"--expect-env=PODPROG_IMAGE=1",    // image env
 			"--expect-env=KUBERNETES_SERVICE_HOST=127.0.0.1",
 			fmt.Sprintf("--expect-env=KUBERNETES_SERVICE_PORT=%d", e.APIServerPort),
-			"--expect-file=/shared/init=from-init",     // emptyDir shared with the init container
-			"--expect-file=/etc/files/sub/b.txt=B",     // Secret volume item
+			"--expect-file=/shared/init=from-init", // emptyDir shared with the init container
+			"--expect-file=/etc/files/sub/b.txt=B", // Secret volume item
 			"--expect-file=/var/run/secrets/kubernetes.io/serviceaccount/namespace=jobs",
 			"--write=/work/out=1",
 			"--api-get=200=/api/v1/namespaces/jobs/configmaps", // allowed by the Role

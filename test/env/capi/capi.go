@@ -11,8 +11,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -45,9 +50,16 @@ import (
 // Module is the Cluster API Go module whose controllers and CRDs run.
 const Module = "sigs.k8s.io/cluster-api"
 
-// CRDPaths returns the CRD folders of the pinned Cluster API module: core,
-// kubeadm bootstrap and kubeadm control plane.
-func CRDPaths() ([]string, error) {
+// CRDSet is a folder of CRDs with the labels the provider's kustomization
+// adds to them (the Cluster API contract labels).
+type CRDSet struct {
+	Path   string
+	Labels map[string]string
+}
+
+// CRDs returns the CRD folders of the pinned Cluster API module (core,
+// kubeadm bootstrap, kubeadm control plane) with their contract labels.
+func CRDs() ([]CRDSet, error) {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -62,23 +74,79 @@ func CRDPaths() ([]string, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("the %s module is not downloaded (run go mod download)", Module)
 	}
-	return []string{
-		filepath.Join(dir, "core", "config", "crd", "bases"),
-		filepath.Join(dir, "bootstrap", "kubeadm", "config", "crd", "bases"),
-		filepath.Join(dir, "controlplane", "kubeadm", "config", "crd", "bases"),
+	contract := map[string]string{"cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2"}
+	return []CRDSet{
+		{Path: filepath.Join(dir, "core", "config", "crd", "bases")},
+		{Path: filepath.Join(dir, "bootstrap", "kubeadm", "config", "crd", "bases"), Labels: contract},
+		{Path: filepath.Join(dir, "controlplane", "kubeadm", "config", "crd", "bases"), Labels: contract},
 	}, nil
 }
 
 // InstallCRDs installs the CRDs found in paths (files or folders) and waits
 // until they are served.
 func InstallCRDs(cfg *rest.Config, paths ...string) error {
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              paths,
-		ErrorIfPathMissing: true,
-		PollInterval:       50 * time.Millisecond,
-		MaxTime:            time.Minute,
-	}); err != nil {
-		return fmt.Errorf("failed to install CRDs from %v: %w", paths, err)
+	sets := make([]CRDSet, 0, len(paths))
+	for _, p := range paths {
+		sets = append(sets, CRDSet{Path: p})
+	}
+	return InstallCRDSets(cfg, sets...)
+}
+
+// InstallCRDSets installs the CRDs of each set, adding the set's labels, and
+// waits until they are all served.
+func InstallCRDSets(cfg *rest.Config, sets ...CRDSet) error {
+	opts := envtest.CRDInstallOptions{ErrorIfPathMissing: true, PollInterval: 50 * time.Millisecond, MaxTime: time.Minute}
+	for _, set := range sets {
+		read := envtest.CRDInstallOptions{Paths: []string{set.Path}, ErrorIfPathMissing: true}
+		if err := envtest.ReadCRDFiles(&read); err != nil {
+			return fmt.Errorf("failed to read CRDs from %s: %w", set.Path, err)
+		}
+		for _, crd := range read.CRDs {
+			if len(set.Labels) > 0 {
+				l := crd.GetLabels()
+				if l == nil {
+					l = map[string]string{}
+				}
+				for k, v := range set.Labels {
+					l[k] = v
+				}
+				crd.SetLabels(l)
+			}
+		}
+		opts.CRDs = append(opts.CRDs, read.CRDs...)
+	}
+	// Created side by side: the API server spends most of a CRD's creation
+	// rebuilding its OpenAPI documents, and Cluster API has about twenty.
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("failed to build apiextensions client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(6)
+	for _, crd := range opts.CRDs {
+		g.Go(func() error {
+			_, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(gctx, crd, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				existing, gerr := cs.ApiextensionsV1().CustomResourceDefinitions().Get(gctx, crd.Name, metav1.GetOptions{})
+				if gerr != nil {
+					return fmt.Errorf("failed to read CRD %s: %w", crd.Name, gerr)
+				}
+				crd.ResourceVersion = existing.ResourceVersion
+				_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Update(gctx, crd, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				return fmt.Errorf("failed to install CRD %s: %w", crd.Name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := envtest.WaitForCRDs(cfg, opts.CRDs, opts); err != nil {
+		return fmt.Errorf("CRDs were not served in time: %w", err)
 	}
 	return nil
 }
@@ -120,11 +188,11 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		opts.Logger = logr.Discard()
 	}
 	if !opts.SkipCRDs {
-		paths, err := CRDPaths()
+		sets, err := CRDs()
 		if err != nil {
 			return nil, err
 		}
-		if err := InstallCRDs(opts.Config, paths...); err != nil {
+		if err := InstallCRDSets(opts.Config, sets...); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +215,8 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane", "", sync), Client: controlplanesetup.ManagerClientOptions()}
 		}, setupControlPlane},
 	}
-	for _, p := range providers {
+	mgrs := make([]ctrl.Manager, len(providers))
+	for i, p := range providers {
 		s := Scheme()
 		mo := p.cache(s)
 		mo.Scheme = s
@@ -168,12 +237,14 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		done := make(chan error, 1)
 		c.done = append(c.done, done)
 		go func() { done <- mgr.Start(runCtx) }()
-		waitCtx, waitCancel := context.WithTimeout(ctx, 2*time.Minute)
-		synced := mgr.GetCache().WaitForCacheSync(waitCtx)
-		waitCancel()
-		if !synced {
+		mgrs[i] = mgr
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer waitCancel()
+	for i, mgr := range mgrs {
+		if !mgr.GetCache().WaitForCacheSync(waitCtx) {
 			c.Stop()
-			return nil, fmt.Errorf("capi: the %s manager's cache did not sync", p.name)
+			return nil, fmt.Errorf("capi: the %s manager's cache did not sync", providers[i].name)
 		}
 	}
 	return c, nil
@@ -227,7 +298,11 @@ func setupCore(ctx context.Context, mgr ctrl.Manager) error {
 		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}
-	if err := (&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+	// All preflight checks, as upstream runs by default; a MachineDeployment
+	// or MachineSet skips them with the
+	// machineset.cluster.x-k8s.io/skip-preflight-checks annotation.
+	checks := sets.New(clusterv1.MachineSetPreflightCheckAll)
+	if err := (&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc, PreflightChecks: checks}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 	if err := (&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
