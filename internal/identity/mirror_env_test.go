@@ -21,7 +21,7 @@ type credsFixture struct {
 	source                    *corev1.Secret
 }
 
-func newCredsFixture(t *testing.T) credsFixture {
+func newCredsFixture(t testing.TB) credsFixture {
 	t.Helper()
 	f := credsFixture{credsNS: namespace(t, nil), tenant: namespace(t, nil), identity: uniqueName("aws")}
 	f.source = sourceSecret(t, f.credsNS, "aws", map[string][]byte{
