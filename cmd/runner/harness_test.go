@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -340,16 +341,30 @@ func (f *fixture) startRaw(env []string, args []string) *started {
 	s.cmd = exec.Command(runnerBin, args...)
 	s.cmd.Env = env
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	// Its own process group, so that whatever a run leaves behind (a
+	// provisioner's child the runtime orphaned on its way out, a killed
+	// run's tree) is cleaned up with the group and nothing else.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.begin = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}
+	pgid := s.cmd.Process.Pid
+	f.t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	return s
+}
+
+// killGroup SIGKILLs the runner and every process of its group at once, as
+// a node loss would.
+func (s *started) killGroup() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 func (s *started) finish() runOut {
 	s.f.t.Helper()
 	err := s.cmd.Wait()
+	// Anything the run left running in its group goes now.
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	out := runOut{stdout: s.stdout.String(), stderr: s.stderr.String(), took: time.Since(s.begin)}
 	out.code = s.cmd.ProcessState.ExitCode()
 	if err != nil && out.code < 0 {
@@ -560,12 +575,4 @@ func jsonString(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func itoa(i int) string { return fmt.Sprint(i) }
-
-func atoi(s string) int {
-	var n int
-	fmt.Sscan(s, &n)
-	return n
 }

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,7 +60,7 @@ func TestStaleLock(t *testing.T) {
 	// SIGKILL the runner and everything under it, as a node loss would.
 	s := f.start(f.baseEnv(), f.args("apply"))
 	s.stdout.waitFor(t, slowLine, 2*time.Minute)
-	killTree(t, s.cmd)
+	s.killGroup()
 	_ = s.cmd.Wait()
 	l := f.lease()
 	if l.Spec.HolderIdentity == nil {
@@ -96,21 +95,6 @@ func TestStaleLock(t *testing.T) {
 			t.Errorf("force-unlock of a free lock exited 0; the test no longer proves the tolerance")
 		}
 	})
-}
-
-// killTree SIGKILLs the runner and every process below it.
-func killTree(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	pids := []int{cmd.Process.Pid}
-	for i := 0; i < len(pids); i++ {
-		out, _ := exec.Command("pgrep", "-P", itoa(pids[i])).Output()
-		for _, f := range strings.Fields(string(out)) {
-			pids = append(pids, atoi(f))
-		}
-	}
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // signalRuntime is a runtime stand-in whose apply starts a child playing a
