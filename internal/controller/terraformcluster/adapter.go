@@ -1,0 +1,208 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+)
+
+// Adapter is the TerraformCluster's part of the shared flow.
+type Adapter struct {
+	Client client.Client
+	Flow   *lifecycle.Flow
+}
+
+var _ lifecycle.Adapter = &Adapter{}
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() decide.Kind { return decide.KindCluster }
+
+// Role implements lifecycle.Adapter.
+func (a *Adapter) Role() contract.Role { return contract.RoleCluster }
+
+// New implements lifecycle.Adapter.
+func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformCluster{} }
+
+// Finalizer implements lifecycle.Adapter.
+func (a *Adapter) Finalizer() string { return infrav1.TerraformClusterFinalizer }
+
+// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
+func (a *Adapter) ReadyConditions(provisioned bool) []string {
+	if provisioned {
+		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}
+	}
+	return lifecycle.ReadyBeforeProvisioned
+}
+
+// LookupOwner finds the owning Cluster and checks that it points back.
+func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
+	tc := p.Obj.(*infrav1.TerraformCluster)
+	p.TerraformCluster = tc
+	cluster, err := util.GetOwnerCluster(ctx, a.Client, tc.ObjectMeta)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &lifecycle.Wait{Reason: infrav1.OwnerNotFoundReason, Message: "the owning Cluster is gone", False: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read the owning Cluster: %w", err)
+	case cluster == nil:
+		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Cluster to own this TerraformCluster"}, nil
+	}
+	if msg := backReference(tc, cluster); msg != "" {
+		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, Message: msg, False: true}, nil
+	}
+	p.Cluster = cluster
+	p.Owner = cluster
+	p.ClusterName = cluster.Name
+	return nil, nil
+}
+
+// backReference checks that the Cluster names this TerraformCluster as its
+// infrastructure, with a matching owner UID and cluster-name label.
+func backReference(tc *infrav1.TerraformCluster, cluster *clusterv1.Cluster) string {
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "TerraformCluster" || ref.Name != tc.Name || (ref.APIGroup != "" && ref.APIGroup != infrav1.GroupVersion.Group) {
+		return fmt.Sprintf("Cluster %s does not reference this TerraformCluster in spec.infrastructureRef", cluster.Name)
+	}
+	for _, o := range tc.OwnerReferences {
+		if o.Kind == "Cluster" && o.Name == cluster.Name && o.UID != cluster.UID {
+			return fmt.Sprintf("the owner reference to Cluster %s carries another UID", cluster.Name)
+		}
+	}
+	if l := tc.Labels[clusterv1.ClusterNameLabel]; l != "" && l != cluster.Name {
+		return fmt.Sprintf("the %s label names %s, not the owning Cluster %s", clusterv1.ClusterNameLabel, l, cluster.Name)
+	}
+	return ""
+}
+
+// BuildInputs renders the cluster role's inputs.
+func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
+	tc := p.Obj.(*infrav1.TerraformCluster)
+	if p.Cluster == nil {
+		p.Inputs = lifecycle.Waiting(infrav1.WaitingForOwnerReason, "the owning Cluster is not known")
+		return nil
+	}
+	cluster := p.Cluster
+	firstApply := p.State == nil && p.StateStatus == decide.StateNotFound
+	clusterEP := endpoint(cluster.Spec.ControlPlaneEndpoint)
+	infraEP := endpoint(tc.Spec.ControlPlaneEndpoint)
+	source := inputs.EndpointSourceBeforeApply(tc.Annotations[infrav1.EndpointSourceAnnotation], firstApply, clusterEP, infraEP)
+	if source != "" && tc.Annotations[infrav1.EndpointSourceAnnotation] != source {
+		ann := tc.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[infrav1.EndpointSourceAnnotation] = source
+		tc.SetAnnotations(ann)
+	}
+	var lastInitialized bool
+	if p.Durable != nil {
+		lastInitialized, _ = inputs.LastControlPlaneInitialized(p.Durable.Data[inputs.TFVarsFile])
+	}
+	net := cluster.Spec.ClusterNetwork
+	in := &inputs.ClusterInputs{
+		Common:                  p.Common(),
+		ControlPlaneEndpoint:    inputs.ControlPlaneEndpointInput(source, clusterEP, infraEP),
+		KubernetesVersion:       cluster.Spec.Topology.Version,
+		ControlPlaneInitialized: inputs.ControlPlaneInitialized(cluster.Status.Initialization.ControlPlaneInitialized, lastInitialized),
+		ClusterNetwork: inputs.NewClusterNetwork(net.Pods.CIDRBlocks, net.Services.CIDRBlocks,
+			net.ServiceDomain, net.APIServerPort),
+	}
+	vars, wait, err := a.Flow.Variables(ctx, p, contract.RoleCluster)
+	if err != nil || wait != nil {
+		if wait != nil {
+			p.Inputs = *wait
+		}
+		return err
+	}
+	p.Inputs, err = lifecycle.Render(tc.Spec.Source.Image, in, vars)
+	return err
+}
+
+func endpoint(e clusterv1.APIEndpoint) *contract.Endpoint {
+	if e.IsZero() {
+		return nil
+	}
+	return &contract.Endpoint{Host: e.Host, Port: e.Port}
+}
+
+// ObserveOutputs decodes the cluster's outputs: failure domains, the
+// endpoint written back once, EndpointAvailable and health.
+func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
+	tc := p.Obj.(*infrav1.TerraformCluster)
+	out, v := contract.DecodeClusterOutputs(p.RawOutputs(), contract.ClusterFacts{})
+	a.Flow.SetOutputsValid(p, v)
+
+	// Failure domains.
+	var fds []clusterv1.FailureDomain
+	for _, fd := range out.FailureDomains {
+		cp := fd.ControlPlane
+		fds = append(fds, clusterv1.FailureDomain{Name: fd.Name, ControlPlane: &cp, Attributes: fd.Attributes})
+	}
+	if !equalFailureDomains(tc.Status.FailureDomains, fds) {
+		tc.Status.FailureDomains = fds
+		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.FailureDomainsChangedEvent, fmt.Sprintf("%d failure domains", len(fds)))
+	}
+
+	// The module's endpoint, written back once.
+	renderedNull := tc.Annotations[infrav1.EndpointSourceAnnotation] != inputs.EndpointSourceUser
+	if contract.ShouldWriteEndpoint(out.ControlPlaneEndpoint, endpoint(tc.Spec.ControlPlaneEndpoint), renderedNull) {
+		tc.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: out.ControlPlaneEndpoint.Host, Port: out.ControlPlaneEndpoint.Port}
+		ann := tc.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[infrav1.EndpointSourceAnnotation] = inputs.EndpointSourceModule
+		tc.SetAnnotations(ann)
+		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ControlPlaneEndpointSetEvent,
+			fmt.Sprintf("spec.controlPlaneEndpoint set to %s:%d from the module's output", out.ControlPlaneEndpoint.Host, out.ControlPlaneEndpoint.Port))
+	}
+
+	a.Flow.ObserveHealth(p, lifecycle.Reading{
+		Health:       out.Health,
+		OutputsValid: v.Valid(),
+		Provision:    decide.ProvisionFacts{AppliedHash: p.State.InputsHash != "", OutputsValid: v.Valid()},
+	})
+
+	if p.Provisioned() {
+		if tc.Spec.ControlPlaneEndpoint.IsValid() || (p.Cluster != nil && p.Cluster.Spec.ControlPlaneEndpoint.IsValid()) {
+			p.SetCondition(infrav1.EndpointAvailableCondition, "True", infrav1.EndpointAvailableReason, "")
+		} else {
+			p.SetCondition(infrav1.EndpointAvailableCondition, "False", infrav1.WaitingForEndpointReason,
+				"neither the module's control_plane_endpoint output nor the Cluster's spec.controlPlaneEndpoint is a valid endpoint")
+		}
+	}
+	return nil
+}
+
+func equalFailureDomains(a, b []clusterv1.FailureDomain) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || (a[i].ControlPlane == nil) != (b[i].ControlPlane == nil) ||
+			(a[i].ControlPlane != nil && *a[i].ControlPlane != *b[i].ControlPlane) || len(a[i].Attributes) != len(b[i].Attributes) {
+			return false
+		}
+		for k, v := range a[i].Attributes {
+			if b[i].Attributes[k] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// After implements lifecycle.Adapter; a cluster's own steps run within
+// the flow.
+func (a *Adapter) After(context.Context, *lifecycle.Pass) error { return nil }

@@ -1,0 +1,192 @@
+package terraformmachine
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+)
+
+// Adapter is the TerraformMachine's part of the shared flow.
+type Adapter struct {
+	Client client.Client
+	Flow   *lifecycle.Flow
+}
+
+var _ lifecycle.Adapter = &Adapter{}
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() decide.Kind { return decide.KindMachine }
+
+// Role implements lifecycle.Adapter.
+func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
+
+// New implements lifecycle.Adapter.
+func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformMachine{} }
+
+// Finalizer implements lifecycle.Adapter.
+func (a *Adapter) Finalizer() string { return infrav1.TerraformMachineFinalizer }
+
+// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
+func (a *Adapter) ReadyConditions(provisioned bool) []string {
+	if provisioned {
+		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}
+	}
+	return lifecycle.ReadyBeforeProvisioned
+}
+
+// machine is the owning Machine of the pass.
+func machine(p *lifecycle.Pass) *clusterv1.Machine {
+	m, _ := p.Owner.(*clusterv1.Machine)
+	return m
+}
+
+// LookupOwner finds the owning Machine, checks it points back, then finds
+// the Cluster by the cluster-name label and its TerraformCluster.
+func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
+	tm := p.Obj.(*infrav1.TerraformMachine)
+	m, err := util.GetOwnerMachine(ctx, a.Client, tm.ObjectMeta)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &lifecycle.Wait{Reason: infrav1.OwnerNotFoundReason, Message: "the owning Machine is gone", False: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read the owning Machine: %w", err)
+	case m == nil:
+		for _, o := range tm.OwnerReferences {
+			if o.Controller == nil || !*o.Controller {
+				return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerMachineReason, Message: "waiting for the Machine to set its owner reference"}, nil
+			}
+		}
+		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Machine to own this TerraformMachine"}, nil
+	}
+	ref := m.Spec.InfrastructureRef
+	if ref.Kind != "TerraformMachine" || ref.Name != tm.Name {
+		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
+			Message: fmt.Sprintf("Machine %s does not reference this TerraformMachine in spec.infrastructureRef", m.Name)}, nil
+	}
+	for _, o := range tm.OwnerReferences {
+		if o.Kind == "Machine" && o.Name == m.Name && o.UID != m.UID {
+			return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
+				Message: fmt.Sprintf("the owner reference to Machine %s carries another UID", m.Name)}, nil
+		}
+	}
+	p.Owner = m
+	return lifecycle.LookupCluster(ctx, a.Client, p, m.Spec.ClusterName)
+}
+
+// BuildInputs renders the machine role's inputs until the machine is
+// provisioned; afterwards a machine never re-renders.
+func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
+	tm := p.Obj.(*infrav1.TerraformMachine)
+	if p.Provisioned() {
+		p.Inputs = lifecycle.InputsOutcome{Status: decide.InputsNotRendered}
+		return nil
+	}
+	m := machine(p)
+	if m == nil {
+		p.Inputs = lifecycle.Waiting(infrav1.WaitingForOwnerReason, "the owning Machine is not known")
+		return nil
+	}
+	if !lifecycle.ClusterInfrastructureProvisioned(p.Cluster) {
+		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
+		return nil
+	}
+	exports, wait := a.Flow.ClusterExports(ctx, p)
+	if wait != nil {
+		p.Inputs = *wait
+		return nil
+	}
+	data, format, wait, err := a.Flow.Bootstrap(ctx, p, m.Spec.Bootstrap.DataSecretName)
+	if err != nil || wait != nil {
+		if wait != nil {
+			p.Inputs = *wait
+		}
+		return err
+	}
+	_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
+	in := &inputs.MachineInputs{
+		Common:            p.Common(),
+		ClusterOutputs:    exports,
+		MachineName:       m.Name,
+		BootstrapData:     data,
+		BootstrapFormat:   format,
+		FailureDomain:     m.Spec.FailureDomain,
+		KubernetesVersion: m.Spec.Version,
+		ControlPlane:      controlPlane,
+	}
+	vars, vwait, err := a.Flow.Variables(ctx, p, contract.RoleMachine)
+	if err != nil || vwait != nil {
+		if vwait != nil {
+			p.Inputs = *vwait
+		}
+		return err
+	}
+	p.Inputs, err = lifecycle.Render(tm.Spec.Source.Image, in, vars)
+	return err
+}
+
+// ObserveOutputs decodes the machine's outputs: the provider ID written
+// once, addresses, failure domain, interruptible, health.
+func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
+	tm := p.Obj.(*infrav1.TerraformMachine)
+	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID}
+	if m := machine(p); m != nil && m.Spec.FailureDomain != "" {
+		fd := m.Spec.FailureDomain
+		facts.RequestedFailureDomain = &fd
+	}
+	out, v := contract.DecodeMachineOutputs(p.RawOutputs(), facts)
+	a.Flow.SetOutputsValid(p, v)
+
+	if out.ProviderID != nil && tm.Spec.ProviderID == "" {
+		tm.Spec.ProviderID = *out.ProviderID
+		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
+	}
+	if out.Addresses != nil {
+		addrs := make(clusterv1.MachineAddresses, 0, len(out.Addresses))
+		for _, ad := range out.Addresses {
+			addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(ad.Type), Address: ad.Address})
+		}
+		if len(addrs) == 0 {
+			addrs = nil
+		}
+		tm.Status.Addresses = addrs
+	}
+	if out.FailureDomain != nil {
+		tm.Status.FailureDomain = *out.FailureDomain
+	}
+	tm.Status.Interruptible = out.Interruptible
+
+	a.Flow.ObserveHealth(p, lifecycle.Reading{
+		Health:       out.Health,
+		OutputsValid: v.Valid(),
+		Provision: decide.ProvisionFacts{
+			AppliedHash:   p.State.InputsHash != "",
+			OutputsValid:  v.Valid(),
+			ProviderIDSet: out.ProviderID != nil,
+		},
+		ProviderIDMissing: p.Provisioned() && out.ProviderID == nil,
+	})
+	return nil
+}
+
+// After keeps cluster.x-k8s.io/remediate-machine on the owning Machine in
+// step with the instance's health, when spec.remediation.annotateMachine
+// asks for it.
+func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
+	tm := p.Obj.(*infrav1.TerraformMachine)
+	m := machine(p)
+	if m == nil || tm.Spec.Remediation == nil || tm.Spec.Remediation.AnnotateMachine == nil {
+		return nil
+	}
+	return lifecycle.SyncRemediation(ctx, a.Client, a.Flow, p, tm, m)
+}

@@ -1,0 +1,240 @@
+package terraformmachinepool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+)
+
+// Adapter is the TerraformMachinePool's part of the shared flow.
+type Adapter struct {
+	Client client.Client
+	Flow   *lifecycle.Flow
+}
+
+var _ lifecycle.Adapter = &Adapter{}
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() decide.Kind { return decide.KindMachinePool }
+
+// Role implements lifecycle.Adapter.
+func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
+
+// New implements lifecycle.Adapter.
+func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformMachinePool{} }
+
+// Finalizer implements lifecycle.Adapter.
+func (a *Adapter) Finalizer() string { return infrav1.TerraformMachinePoolFinalizer }
+
+// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1): a
+// pool keeps ApplyJobSucceeded after provisioning.
+func (a *Adapter) ReadyConditions(provisioned bool) []string {
+	if provisioned {
+		return []string{infrav1.InfrastructureHealthyCondition, infrav1.ApplyJobSucceededCondition, infrav1.DeletingCondition}
+	}
+	return lifecycle.ReadyBeforeProvisioned
+}
+
+func machinePool(p *lifecycle.Pass) *clusterv1.MachinePool {
+	mp, _ := p.Owner.(*clusterv1.MachinePool)
+	return mp
+}
+
+// LookupOwner finds the owning MachinePool, checks it points back, then the
+// Cluster and its TerraformCluster.
+func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
+	tmp := p.Obj.(*infrav1.TerraformMachinePool)
+	mp, err := util.GetOwnerMachinePool(ctx, a.Client, tmp.ObjectMeta)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &lifecycle.Wait{Reason: infrav1.OwnerNotFoundReason, Message: "the owning MachinePool is gone", False: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read the owning MachinePool: %w", err)
+	case mp == nil:
+		if len(tmp.OwnerReferences) > 0 {
+			return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerMachinePoolReason, Message: "waiting for the MachinePool to set its owner reference"}, nil
+		}
+		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a MachinePool to own this TerraformMachinePool"}, nil
+	}
+	ref := mp.Spec.Template.Spec.InfrastructureRef
+	if ref.Kind != "TerraformMachinePool" || ref.Name != tmp.Name {
+		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
+			Message: fmt.Sprintf("MachinePool %s does not reference this TerraformMachinePool", mp.Name)}, nil
+	}
+	for _, o := range tmp.OwnerReferences {
+		if o.Kind == "MachinePool" && o.Name == mp.Name && o.UID != mp.UID {
+			return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
+				Message: fmt.Sprintf("the owner reference to MachinePool %s carries another UID", mp.Name)}, nil
+		}
+	}
+	p.Owner = mp
+	return lifecycle.LookupCluster(ctx, a.Client, p, mp.Spec.ClusterName)
+}
+
+// BuildInputs renders the machinepool role's inputs, on every reconcile for
+// the pool's whole life.
+func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
+	tmp := p.Obj.(*infrav1.TerraformMachinePool)
+	mp := machinePool(p)
+	if mp == nil {
+		p.Inputs = lifecycle.Waiting(infrav1.WaitingForOwnerReason, "the owning MachinePool is not known")
+		return nil
+	}
+	auto := inputs.ParseAutoscaling(mp.Annotations)
+	switch auto.Reason {
+	case infrav1.ReplicasManagedByModuleReason:
+		p.SetCondition(infrav1.AutoscalingActiveCondition, "True", auto.Reason, "")
+	default:
+		p.SetCondition(infrav1.AutoscalingActiveCondition, "False", auto.Reason, auto.Message)
+	}
+	if !lifecycle.ClusterInfrastructureProvisioned(p.Cluster) {
+		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
+		return nil
+	}
+	exports, wait := a.Flow.ClusterExports(ctx, p)
+	if wait != nil {
+		p.Inputs = *wait
+		return nil
+	}
+	data, format, wait, err := a.Flow.Bootstrap(ctx, p, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+	if err != nil || wait != nil {
+		if wait != nil {
+			p.Inputs = *wait
+		}
+		return err
+	}
+	var clusterFDs []string
+	if tc := p.TerraformCluster; tc != nil {
+		for _, fd := range tc.Status.FailureDomains {
+			clusterFDs = append(clusterFDs, fd.Name)
+		}
+	}
+	in := &inputs.MachinePoolInputs{
+		Common:                p.Common(),
+		ClusterOutputs:        exports,
+		MachinePoolName:       mp.Name,
+		Replicas:              inputs.PoolReplicas(auto.Autoscaling, mp.Spec.Replicas, tmp.Status.Replicas),
+		BootstrapData:         data,
+		BootstrapFormat:       format,
+		NodeLabels:            mp.Spec.Template.ObjectMeta.Labels,
+		FailureDomains:        mp.Spec.FailureDomains,
+		ClusterFailureDomains: clusterFDs,
+		KubernetesVersion:     mp.Spec.Template.Spec.Version,
+		Autoscaling:           auto.Autoscaling,
+	}
+	vars, vwait, err := a.Flow.Variables(ctx, p, contract.RoleMachinePool)
+	if err != nil || vwait != nil {
+		if vwait != nil {
+			p.Inputs = *vwait
+		}
+		return err
+	}
+	p.Inputs, err = lifecycle.Render(tmp.Spec.Source.Image, in, vars)
+	return err
+}
+
+// ObserveOutputs decodes the pool's outputs: provider IDs, replicas,
+// instances, health; ready latches with provisioned.
+func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
+	tmp := p.Obj.(*infrav1.TerraformMachinePool)
+	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{})
+	a.Flow.SetOutputsValid(p, v)
+
+	if out.ProviderID != nil && tmp.Spec.ProviderID != *out.ProviderID {
+		tmp.Spec.ProviderID = *out.ProviderID
+		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
+	}
+	if out.ProviderIDList != nil && !slices.Equal(tmp.Spec.ProviderIDList, out.ProviderIDList) {
+		tmp.Spec.ProviderIDList = out.ProviderIDList
+		if len(tmp.Spec.ProviderIDList) == 0 {
+			tmp.Spec.ProviderIDList = nil
+		}
+	}
+	if out.Replicas != nil {
+		r := *out.Replicas
+		tmp.Status.Replicas = &r
+	}
+	if out.Instances != nil {
+		inst := make([]infrav1.Instance, 0, len(out.Instances))
+		for _, i := range out.Instances {
+			var addrs clusterv1.MachineAddresses
+			for _, ad := range i.Addresses {
+				addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(ad.Type), Address: ad.Address})
+			}
+			inst = append(inst, infrav1.Instance{ProviderID: i.ProviderID, InstanceID: i.InstanceID, Addresses: addrs,
+				FailureDomain: i.FailureDomain, State: infrav1.InstanceState(i.State)})
+		}
+		if len(inst) == 0 {
+			inst = nil
+		}
+		tmp.Status.Instances = inst
+	}
+
+	a.Flow.ObserveHealth(p, lifecycle.Reading{
+		Health:       out.Health,
+		OutputsValid: v.Valid(),
+		Provision:    decide.ProvisionFacts{AppliedHash: p.State.InputsHash != "", OutputsValid: v.Valid()},
+	})
+	if p.Provisioned() {
+		tmp.Status.Ready = true
+	}
+	return nil
+}
+
+// After writes the observed replicas back to the MachinePool while the
+// module owns them (autoscaling), claiming replicas-managed-by, and gives
+// the claim back when autoscaling is off again.
+func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
+	tmp := p.Obj.(*infrav1.TerraformMachinePool)
+	mp := machinePool(p)
+	if mp == nil || !tmp.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	auto := inputs.ParseAutoscaling(mp.Annotations)
+	base := mp.DeepCopy()
+	claimed := mp.Annotations[infrav1.ReplicasManagedByAnnotation] == infrav1.ReplicasManagedByCAPTF
+	changed := false
+	if auto.Enabled {
+		if _, set := mp.Annotations[infrav1.ReplicasManagedByAnnotation]; !set {
+			if mp.Annotations == nil {
+				mp.Annotations = map[string]string{}
+			}
+			mp.Annotations[infrav1.ReplicasManagedByAnnotation] = infrav1.ReplicasManagedByCAPTF
+			claimed, changed = true, true
+		}
+		if claimed && tmp.Status.Replicas != nil && (mp.Spec.Replicas == nil || *mp.Spec.Replicas != *tmp.Status.Replicas) {
+			old := "unset"
+			if mp.Spec.Replicas != nil {
+				old = strconv.Itoa(int(*mp.Spec.Replicas))
+			}
+			r := *tmp.Status.Replicas
+			mp.Spec.Replicas = &r
+			changed = true
+			a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ReplicasWrittenBackEvent,
+				fmt.Sprintf("MachinePool %s spec.replicas %s → %d", mp.Name, old, r))
+		}
+	} else if claimed {
+		delete(mp.Annotations, infrav1.ReplicasManagedByAnnotation)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := a.Client.Patch(ctx, mp, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("failed to write back the replicas of MachinePool %s: %w", mp.Name, err)
+	}
+	return nil
+}

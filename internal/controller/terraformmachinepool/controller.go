@@ -1,0 +1,44 @@
+package terraformmachinepool
+
+import (
+	"context"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+)
+
+// Setup registers the TerraformMachinePool controller: the shared flow,
+// woken by the object, its Jobs and state, its MachinePool, its Cluster and
+// the cluster's TerraformCluster.
+func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions) error {
+	f := &flow
+	f.Adapter = &Adapter{Client: mgr.GetClient(), Flow: f}
+	opts.Extra = func(b *builder.Builder) *builder.Builder {
+		return b.
+			Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInfrastructure)).
+			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
+				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachinePoolList{}))).
+			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
+				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachinePoolList{})))
+	}
+	return f.Setup(ctx, mgr, opts)
+}
+
+func machinePoolToInfrastructure(_ context.Context, o client.Object) []reconcile.Request {
+	mp, ok := o.(*clusterv1.MachinePool)
+	if !ok {
+		return nil
+	}
+	ref := mp.Spec.Template.Spec.InfrastructureRef
+	if ref.Kind != "TerraformMachinePool" || ref.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: mp.Namespace, Name: ref.Name}}}
+}

@@ -1,0 +1,439 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+func jobsOwnerLabels(p *Pass) map[string]string { return jobs.OwnerLabels(p.jobsOwner()) }
+
+// observe fills the decision's Observation from the pass.
+func (f *Flow) observe(p *Pass) decide.Observation {
+	o := p.Obj
+	ws := o.GetWorkspace()
+	s := p.Status()
+	obs := decide.Observation{
+		Kind:                   p.Kind,
+		Name:                   o.GetName(),
+		UID:                    string(o.GetUID()),
+		Now:                    p.Now,
+		Paused:                 false,
+		CredentialsWait:        p.CredentialsWait,
+		JobPolicyInvalid:       p.PolicyErr != nil,
+		Deleting:               !o.GetDeletionTimestamp().IsZero(),
+		AbandonInfrastructure:  o.GetAnnotations()[infrav1.AbandonInfrastructureAnnotation],
+		LastRestoredSerial:     s.LastRestoredSerial,
+		State:                  p.StateStatus,
+		EverApplied:            p.everApplied(),
+		Provisioned:            p.Provisioned(),
+		Inputs:                 p.Inputs.Status,
+		InputsReason:           p.Inputs.Reason,
+		DurableInputsMissing:   p.Durable == nil,
+		DurableInputsHash:      p.durableInputsHash(f.Adapter.Role()),
+		ApproveDestructivePlan: o.GetAnnotations()[infrav1.ApproveDestructivePlanAnnotation],
+		ApprovePlan:            o.GetAnnotations()[infrav1.ApprovePlanAnnotation],
+		Jobs:                   p.Records,
+		History: decide.HistoryLimits{
+			Successful: int(p.Policy.SuccessfulJobsHistoryLimit),
+			Failed:     int(p.Policy.FailedJobsHistoryLimit),
+		},
+		Drift: decide.DriftSettings{
+			ManagerDefault: f.Options.DriftDefaultInterval,
+			Action:         p.driftAction(),
+		},
+		PendingRefreshes: int(s.PendingRefreshes),
+	}
+	if p.OwnerWait != nil {
+		obs.OwnerWait = p.OwnerWait.Reason
+	}
+	if p.State != nil {
+		obs.StateInputsHash = p.State.InputsHash
+	}
+	if p.Inputs.Rendered != nil && p.Inputs.Status == decide.InputsBuilt {
+		obs.CurrentInputsHash = p.Inputs.Rendered.Hash
+	}
+	if p.Durable != nil {
+		_, obs.InterruptedApply = p.Durable.Annotations[infrav1.InterruptedApplyAnnotation]
+	}
+	if v, ok := o.GetAnnotations()[infrav1.RestoreStateAnnotation]; ok {
+		r := &decide.RestoreRequest{}
+		if serial, err := state.ParseRestoreSerial(v); err == nil {
+			r.Serial = int64(serial)
+			for _, b := range s.StateBackups {
+				if b.Serial == r.Serial {
+					r.BackupFound = true
+				}
+			}
+		}
+		obs.Restore = r
+	}
+	if s.LastRefresh != nil {
+		obs.LastRefresh = s.LastRefresh.Time
+	}
+	if s.LastDriftCheck != nil {
+		obs.LastDriftCheck = s.LastDriftCheck.Time
+	}
+	if c := condition(p, infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
+		obs.DriftFound = true
+	}
+	// The object's own drift interval, and its cluster's defaults.
+	switch t := o.(type) {
+	case *infrav1.TerraformCluster:
+		obs.ApplyPolicy = t.Spec.ApplyPolicy
+		if t.Spec.Drift != nil {
+			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+		if t.Status.Plan != nil {
+			obs.Plan = &decide.PlanPreview{InputsHash: t.Status.Plan.InputsHash, PlanHash: t.Status.Plan.PlanHash,
+				NoChanges: t.Status.Plan.Add == 0 && t.Status.Plan.Change == 0 && t.Status.Plan.Destroy == 0}
+		}
+	case *infrav1.TerraformMachine:
+		if t.Spec.Drift != nil {
+			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+		if r := t.Spec.Remediation; r != nil {
+			obs.Remediation.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
+			if r.HealthCheckIntervalSeconds != nil {
+				obs.Remediation.HealthCheckIntervalSeconds = *r.HealthCheckIntervalSeconds
+			}
+		}
+	case *infrav1.TerraformMachinePool:
+		if t.Spec.Drift != nil {
+			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+		if t.Spec.MembershipRefreshIntervalSeconds != nil {
+			obs.MembershipRefreshIntervalSeconds = *t.Spec.MembershipRefreshIntervalSeconds
+		}
+		replicas := int32(0)
+		if t.Status.Replicas != nil {
+			replicas = *t.Status.Replicas
+		}
+		obs.MembershipConverging = t.Status.Replicas != nil && int32(len(t.Spec.ProviderIDList)) != replicas
+	}
+	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
+		if d := p.TerraformCluster.Spec.Defaults; d != nil && d.Drift != nil {
+			obs.Drift.DefaultsIntervalSeconds = d.Drift.IntervalSeconds
+		}
+	}
+	if h := p.health; h != "" {
+		obs.Health = h
+	}
+	for _, r := range p.Records {
+		if r.Op == decide.OpApply && r.Outcome() == decide.OutcomeSucceeded && r.Finished.After(obs.LastApply) {
+			obs.LastApply = r.Finished
+		}
+	}
+	obs.DependentsExist = p.dependentsExist
+	_ = ws
+	return obs
+}
+
+// act carries out the decision.
+func (f *Flow) act(ctx context.Context, p *Pass) error {
+	d := p.Decision
+	switch {
+	case d.Op == decide.OpDropFinalizer:
+		return f.cleanup(ctx, p)
+	case d.Op.IsJob():
+		return f.startJob(ctx, p)
+	}
+	f.reportWait(p)
+	p.Requeue(d.RequeueAfter)
+	return nil
+}
+
+// reportWait sets the condition a wait is reported on.
+func (f *Flow) reportWait(p *Pass) {
+	r := string(p.Decision.Reason)
+	switch r {
+	case infrav1.DependentsExistReason:
+		setCondition(p, infrav1.DeletionBlockedCondition, metav1ConditionTrue, infrav1.DependentsExistReason,
+			"waiting for the cluster's TerraformMachines and TerraformMachinePools to be deleted")
+	case infrav1.JobPolicyInvalidReason:
+		msg := ""
+		if p.PolicyErr != nil {
+			msg = p.PolicyErr.Error()
+		}
+		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
+	case infrav1.RestoreBackupNotFoundReason:
+		setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
+			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
+	case infrav1.DurableInputsMissingReason:
+		if p.Obj.GetDeletionTimestamp().IsZero() {
+			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, r, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
+		} else {
+			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.DestroyFailedReason, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
+		}
+	}
+	if p.Kind == decide.KindCluster && r != infrav1.DependentsExistReason {
+		setCondition(p, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
+	}
+}
+
+// startJob takes the leases, records the durable inputs, sets the move
+// block and creates the Job and its per-run Secret.
+func (f *Flow) startJob(ctx context.Context, p *Pass) error {
+	d := p.Decision
+	plan := d.Job
+	op := infrav1.Operation(d.Op)
+	run := &jobs.Run{
+		Owner:            p.jobsOwner(),
+		Policy:           &p.Policy,
+		Op:               op,
+		Attempt:          plan.Attempt,
+		JobName:          plan.Name,
+		Image:            p.Obj.GetWorkspace().Source.Image,
+		ImagePullPolicy:  corev1.PullPolicy(p.Obj.GetWorkspace().Source.ImagePullPolicy),
+		RunnerImage:      f.Options.RunnerImage,
+		Identity:         p.Identity,
+		StateSuffix:      p.Suffix,
+		InputsHash:       plan.InputsHash,
+		ForceUnlock:      p.ForceUnlock,
+		GuardDeletes:     plan.GuardDeletes,
+		AllowDeletesHash: plan.AllowDeletesHash,
+		ExpectPlan:       plan.ExpectPlanHash,
+		DriftRemediation: plan.DriftRemediation,
+		RunnerEvents:     f.Options.RunnerEvents,
+	}
+	switch {
+	case op == infrav1.OperationRestore:
+		rs, err := state.RestoreInput(ctx, f.APIReader, p.Obj.GetNamespace(), p.Suffix, uint64(plan.RestoreSerial))
+		if err != nil {
+			return fmt.Errorf("failed to read state backup %d: %w", plan.RestoreSerial, err)
+		}
+		run.Inputs = jobs.Inputs{MainTF: inputs.BackendOnlyRoot()}
+		run.Restore = &jobs.Restore{Serial: plan.RestoreSerial, Chunks: rs.Chunks, Resources: rs.Resources}
+	case plan.DurableInputs:
+		if p.Durable == nil {
+			return fmt.Errorf("the durable inputs Secret %s is missing", DurableName(p.Kind, p.Obj.GetName()))
+		}
+		run.Inputs = jobs.Inputs{MainTF: p.Durable.Data[inputs.MainFile], TFVars: p.Durable.Data[inputs.TFVarsFile]}
+		if img := p.Durable.Annotations[infrav1.ImageAnnotation]; img != "" {
+			run.Image = img
+		}
+		if dg := p.Durable.Annotations[infrav1.ImageDigestAnnotation]; dg != "" {
+			run.Image = pinned(run.Image, dg)
+		}
+	default:
+		if p.Inputs.Rendered == nil {
+			return fmt.Errorf("no rendered inputs for %s", op)
+		}
+		run.Inputs = jobs.Inputs{MainTF: p.Inputs.Rendered.MainTF, TFVars: p.Inputs.Rendered.TFVars}
+	}
+
+	wait, err := f.acquireLeases(ctx, p, plan.Name, op)
+	if err != nil {
+		return err
+	}
+	if wait != nil {
+		f.reportLeaseWait(p, op, wait)
+		p.Requeue(decide.RequeueLeaseWait)
+		return nil
+	}
+
+	if op == infrav1.OperationApply && !plan.DurableInputs {
+		if err := f.writeDurable(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := f.setMoveBlock(ctx, p); err != nil {
+		return err
+	}
+
+	job, dropped, err := jobs.Build(run)
+	if err != nil {
+		return fmt.Errorf("failed to build Job %s: %w", plan.Name, err)
+	}
+	if len(dropped) > 0 {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
+			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
+	}
+	if err := f.Client.Create(ctx, job); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
+		}
+		if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return fmt.Errorf("failed to read Job %s: %w", plan.Name, err)
+		}
+	}
+	secret, err := jobs.RunSecret(run, job)
+	if err != nil {
+		return fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(job.Name), err)
+	}
+	if err := f.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create Secret %s: %w", secret.Name, err)
+	}
+
+	now := metav1.NewTime(p.Now)
+	p.Status().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op, Attempt: int32(plan.Attempt), StartTime: &now}
+	f.jobStarted(p, job, op)
+	p.Requeue(decide.RequeueJobRunning)
+	return nil
+}
+
+// pinned returns image pinned to digest (repo@sha256:...).
+func pinned(image, digest string) string {
+	repo := image
+	for i := len(image) - 1; i >= 0; i-- {
+		if image[i] == '@' {
+			repo = image[:i]
+			break
+		}
+		if image[i] == '/' {
+			break
+		}
+		if image[i] == ':' {
+			repo = image[:i]
+			break
+		}
+	}
+	return repo + "@" + digest
+}
+
+// jobStarted sets the conditions and events of a started Job.
+func (f *Flow) jobStarted(p *Pass, job *batchv1.Job, op infrav1.Operation) {
+	d := p.Decision
+	note := fmt.Sprintf("Started Job %s: %s attempt %d of %s (%s)", job.Name, op, d.Job.Attempt, p.Obj.GetWorkspace().Source.Image, d.Reason)
+	f.event(p, job, corev1.EventTypeNormal, infrav1.JobCreatedEvent, note)
+	switch op {
+	case infrav1.OperationApply:
+		if d.Reason == decide.ReasonInputsChanged {
+			f.event(p, job, corev1.EventTypeNormal, infrav1.InputsChangedEvent, "Inputs changed to "+d.Job.InputsHash)
+		}
+		if d.Job.DriftRemediation {
+			setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftRemediatingReason, "Job "+job.Name+" remediates the drift")
+			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftRemediationStartedEvent, "Job "+job.Name+" remediates the drift")
+		}
+		if d.Job.ExpectPlanHash != "" {
+			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanApprovedEvent, "Applying approved plan "+d.Job.ExpectPlanHash)
+		}
+	case infrav1.OperationDrift, infrav1.OperationRefresh:
+		setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+job.Name+" is running")
+	case infrav1.OperationRestore:
+		p.Status().LastRestoredSerial = d.Job.RestoreSerial
+	}
+}
+
+// writeDurable records what an apply renders in the durable inputs Secret.
+func (f *Flow) writeDurable(ctx context.Context, p *Pass) error {
+	r := p.Inputs.Rendered
+	name := DurableName(p.Kind, p.Obj.GetName())
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Obj.GetNamespace()}}
+	res, err := controllerutil.CreateOrPatch(ctx, f.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[infrav1.ManagedLabel] = "true"
+		s.Labels[infrav1.MoveLabel] = ""
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		if s.Annotations[infrav1.ImageAnnotation] != p.Obj.GetWorkspace().Source.Image {
+			delete(s.Annotations, infrav1.ImageDigestAnnotation)
+		}
+		s.Annotations[infrav1.ImageAnnotation] = p.Obj.GetWorkspace().Source.Image
+		s.Annotations[infrav1.IdentityAnnotation] = p.Identity
+		delete(s.Annotations, infrav1.InterruptedApplyAnnotation)
+		s.Type = corev1.SecretTypeOpaque
+		s.Data = map[string][]byte{inputs.MainFile: r.MainTF, inputs.TFVarsFile: r.TFVars}
+		return controllerutil.SetOwnerReference(p.Obj, s, f.Client.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("failed to write the durable inputs Secret %s: %w", name, err)
+	}
+	_ = res
+	p.Durable = s
+	return nil
+}
+
+// setMoveBlock sets clusterctl's block-move annotation just before a Job is
+// created, directly, so a crash cannot leave a Job without it.
+func (f *Flow) setMoveBlock(ctx context.Context, p *Pass) error {
+	if _, ok := p.Obj.GetAnnotations()[infrav1.BlockMoveAnnotation]; ok {
+		return nil
+	}
+	patchObj := p.Obj.DeepCopyObject().(client.Object)
+	base := patchObj.DeepCopyObject().(client.Object)
+	a := patchObj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[infrav1.BlockMoveAnnotation] = "true"
+	patchObj.SetAnnotations(a)
+	if err := f.Client.Patch(ctx, patchObj, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("failed to set the move block: %w", err)
+	}
+	a2 := p.Obj.GetAnnotations()
+	if a2 == nil {
+		a2 = map[string]string{}
+	}
+	a2[infrav1.BlockMoveAnnotation] = "true"
+	p.Obj.SetAnnotations(a2)
+	return nil
+}
+
+// cleanup runs once a destroy succeeded or there was nothing to destroy:
+// the state, durable inputs and leases go, the object leaves its credential
+// mirror's owners, and the finalizer is removed.
+func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
+	if err := state.DeleteState(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix); err != nil {
+		return fmt.Errorf("failed to delete the state: %w", err)
+	}
+	durable := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: DurableName(p.Kind, p.Obj.GetName()), Namespace: p.Obj.GetNamespace()}}
+	if err := f.Client.Delete(ctx, durable); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete the durable inputs Secret: %w", err)
+	}
+	if err := f.deleteLeases(ctx, p); err != nil {
+		return err
+	}
+	removed, err := identity.ReleaseMirrors(ctx, f.Client, f.APIReader, p.Obj)
+	if err != nil {
+		return fmt.Errorf("failed to release the credential mirrors: %w", err)
+	}
+	for _, name := range removed {
+		f.event(p, nil, corev1.EventTypeNormal, infrav1.MirrorRemovedEvent, "Removed credential mirror "+name)
+	}
+	if p.Decision.Reason == decide.ReasonDestroySucceeded {
+		f.event(p, nil, corev1.EventTypeNormal, infrav1.DestroyedEvent, "Destroyed the infrastructure")
+	}
+	base := p.Obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(p.Obj, f.Adapter.Finalizer())
+	if err := f.Client.Patch(ctx, p.Obj, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to remove the finalizer: %w", err)
+	}
+	f.event(p, nil, corev1.EventTypeNormal, infrav1.FinalizerRemovedEvent, "Removed finalizer "+f.Adapter.Finalizer())
+	return errGone
+}
+
+// reportLeaseWait reports a lease wait on the operation's condition.
+func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
+	t := infrav1.ApplyJobSucceededCondition
+	switch op {
+	case infrav1.OperationDrift, infrav1.OperationRefresh:
+		t = infrav1.DriftJobSucceededCondition
+	case infrav1.OperationRestore:
+		t = infrav1.RestoreJobSucceededCondition
+	}
+	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
+	if prev := condition(p, t); prev == nil || prev.Reason != w.Reason {
+		f.event(p, nil, corev1.EventTypeNormal, w.Reason, w.Message)
+	}
+}
+
+var _ = strconv.Itoa

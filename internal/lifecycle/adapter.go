@@ -1,0 +1,210 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// Object is a TerraformCluster, TerraformMachine or TerraformMachinePool.
+type Object interface {
+	client.Object
+	infrav1.Workload
+}
+
+// Adapter is what one workload kind adds to the shared flow.
+type Adapter interface {
+	// Kind is the workload kind.
+	Kind() decide.Kind
+	// Role is the module role the kind runs.
+	Role() contract.Role
+	// New returns an empty object of the kind.
+	New() Object
+	// Finalizer is the kind's finalizer.
+	Finalizer() string
+
+	// LookupOwner finds the object's Cluster API owner, its Cluster and (for
+	// a machine or pool) its TerraformCluster, filling p.Cluster,
+	// p.TerraformCluster and p.ClusterName. It returns the
+	// DependenciesReady wait (reason and message) when the owner lookup or
+	// an owner gate is not satisfied, or nil.
+	LookupOwner(ctx context.Context, p *Pass) (*Wait, error)
+
+	// BuildInputs renders the object's current inputs into p.Inputs, or
+	// reports in p.Inputs why it could not (a dependency wait, too large),
+	// or that nothing is rendered (a provisioned TerraformMachine).
+	BuildInputs(ctx context.Context, p *Pass) error
+
+	// ObserveOutputs decodes the state's root outputs (p.State, read this
+	// pass) into the object's status and the OutputsValid and
+	// InfrastructureHealthy conditions, and latches provisioned.
+	ObserveOutputs(ctx context.Context, p *Pass) error
+
+	// After runs the kind's own steps once the shared flow has decided and
+	// acted (a machine's remediation annotation, a pool's replica
+	// write-back, a cluster's endpoint write-back).
+	After(ctx context.Context, p *Pass) error
+
+	// ReadyConditions are the conditions Ready summarises, before and after
+	// provisioned latches.
+	ReadyConditions(provisioned bool) []string
+}
+
+// Wait is a reason (and message) the object waits on.
+type Wait struct {
+	Reason  string
+	Message string
+	// Status is the condition status to report: False for a definite
+	// problem, Unknown (the default) for a wait.
+	False bool
+}
+
+// InputsOutcome is what building the current inputs found.
+type InputsOutcome struct {
+	// Status says whether inputs were built.
+	Status decide.InputsStatus
+	// Rendered are the rendered inputs when Status is InputsBuilt (and, for
+	// InputsTooLarge, the oversized render).
+	Rendered *inputs.Rendered
+	// Reason and Message explain a wait or a refusal (a DependenciesReady
+	// or ApplyJobSucceeded reason).
+	Reason  string
+	Message string
+	// Image is the image the inputs were rendered for.
+	Image string
+}
+
+// Pass is everything one reconcile of one object knows. The flow fills it
+// step by step; adapters read and add to it.
+type Pass struct {
+	Obj  Object
+	Kind decide.Kind
+	Now  time.Time
+
+	// Suffix is the state's secret_suffix.
+	Suffix string
+	// Cluster is the owning Cluster API Cluster (nil when unknown).
+	Cluster *clusterv1.Cluster
+	// TerraformCluster is the cluster's TerraformCluster: the object itself
+	// for a TerraformCluster; nil when unknown.
+	TerraformCluster *infrav1.TerraformCluster
+	// ClusterName is the Cluster's name ("" when unknown).
+	ClusterName string
+	// Owner is the Cluster API owner (Cluster, Machine or MachinePool), nil
+	// when unknown.
+	Owner client.Object
+	// OwnerWait is set when the owner lookup or an owner gate is not
+	// satisfied.
+	OwnerWait *Wait
+
+	// Identity is the resolved identity name.
+	Identity string
+	// CredentialsWait is the reason credentials are not ready ("" when they
+	// are).
+	CredentialsWait string
+
+	// Policy is the effective Job policy; PolicyErr is set when it is
+	// invalid.
+	Policy    jobs.Policy
+	PolicyErr error
+
+	// Jobs are the object's Jobs, Records the finished ones as decide reads
+	// them, Active the unfinished one.
+	Jobs    []batchv1.Job
+	Records []decide.JobRecord
+	Active  *batchv1.Job
+	// LastApplyDefinite: the newest successful apply's own outputs gave a
+	// definite health reading.
+	LastApplyDefinite bool
+
+	// State is the state read this pass (nil when none or unreadable).
+	State       *state.State
+	StateStatus decide.StateStatus
+	// ForceUnlock is a stale lock of the object's own runner to clear.
+	ForceUnlock string
+
+	// Inputs is the current inputs outcome.
+	Inputs InputsOutcome
+	// Durable is the durable inputs Secret (nil when missing).
+	Durable *corev1.Secret
+
+	// Decision is what internal/decide chose.
+	Decision decide.Decision
+
+	// bookkept are the finished Jobs to mark bookkept once the status patch
+	// has succeeded.
+	bookkept []bookkept
+	// requeue is the soonest requeue asked for.
+	requeue time.Duration
+	// sampleOp is the operation of a Job bookkept this pass whose outputs
+	// are a health sample (apply, refresh or drift); "" when none.
+	sampleOp decide.Operation
+	// appliedAt is when an apply bookkept this pass finished.
+	appliedAt time.Time
+	// health is the newest health reading's state.
+	health decide.HealthState
+	// dependentsExist: a deleting TerraformCluster still has machines or
+	// pools.
+	dependentsExist bool
+}
+
+// Sample reports which operation's Job, bookkept this pass, the state's
+// outputs are a health sample of ("" when none), and when an apply
+// bookkept this pass finished.
+func (p *Pass) Sample() (decide.Operation, time.Time) { return p.sampleOp, p.appliedAt }
+
+// driftAction is the object's own spec.drift.action.
+func (p *Pass) driftAction() decide.DriftAction {
+	switch o := p.Obj.(type) {
+	case *infrav1.TerraformCluster:
+		if o.Spec.Drift != nil {
+			return o.Spec.Drift.Action
+		}
+	case *infrav1.TerraformMachinePool:
+		if o.Spec.Drift != nil {
+			return o.Spec.Drift.Action
+		}
+	}
+	return ""
+}
+
+// Requeue asks for the pass to run again after d (the soonest request
+// wins).
+func (p *Pass) Requeue(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if p.requeue == 0 || d < p.requeue {
+		p.requeue = d
+	}
+}
+
+// Status is the object's shared status.
+func (p *Pass) Status() *infrav1.WorkspaceStatus { return p.Obj.GetWorkspaceStatus() }
+
+// Provisioned reports whether status.initialization.provisioned latched.
+func (p *Pass) Provisioned() bool {
+	s := p.Status()
+	return s.Initialization != nil && s.Initialization.Provisioned != nil && *s.Initialization.Provisioned
+}
+
+// SetProvisioned latches provisioned.
+func (p *Pass) SetProvisioned() {
+	t := true
+	s := p.Status()
+	if s.Initialization == nil {
+		s.Initialization = &infrav1.Initialization{}
+	}
+	s.Initialization.Provisioned = &t
+}

@@ -1,0 +1,220 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// DurableName is the durable inputs Secret's name:
+// captf-inputs-<kindshort>-<name>.
+func DurableName(kind decide.Kind, name string) string {
+	return "captf-inputs-" + kind.Short() + "-" + name
+}
+
+// durableSecret reads the durable inputs Secret through the cache (it
+// carries captf.io/managed); nil when missing.
+func (f *Flow) durableSecret(ctx context.Context, p *Pass) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := f.Client.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read the durable inputs Secret: %w", err)
+	}
+	return s, nil
+}
+
+// readState reads the state, takes a backup of a new serial, adopts the
+// state of a successful apply, classifies the lock, and hands the outputs to
+// the kind.
+func (f *Flow) readState(ctx context.Context, p *Pass) error {
+	durable, err := f.durableSecret(ctx, p)
+	if err != nil {
+		return err
+	}
+	p.Durable = durable
+
+	st, readErr := state.Read(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	reason := state.ReasonOf(readErr)
+	switch {
+	case readErr == nil:
+		p.State = st
+		p.StateStatus = decide.StateRead
+		setCondition(p, infrav1.StateReadableCondition, metav1ConditionTrue, infrav1.StateReadReason, "")
+		if st.Serial > 0 {
+			p.Status().ObservedStateSerial = int64(st.Serial)
+		}
+	case errors.Is(readErr, state.ErrNotFound):
+		p.StateStatus = decide.StateNotFound
+		if p.everApplied() {
+			setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
+				"the state Secret "+state.SecretName(p.Suffix)+" is missing; restore a backup with "+infrav1.RestoreStateAnnotation)
+		} else {
+			setCondition(p, infrav1.StateReadableCondition, metav1ConditionUnknown, infrav1.StateNotFoundReason, "")
+		}
+	case reason != "":
+		p.StateStatus = decide.StateUnreadable
+		setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, reason, readErr.Error())
+	default:
+		return fmt.Errorf("failed to read the state: %w", readErr)
+	}
+	p.Status().StateSecretSuffix = p.Suffix
+
+	if err := f.checkLock(ctx, p); err != nil {
+		return err
+	}
+	if err := f.backups(ctx, p, readErr); err != nil {
+		return err
+	}
+	if p.State != nil {
+		if err := f.adopt(ctx, p); err != nil {
+			return err
+		}
+		return f.Adapter.ObserveOutputs(ctx, p)
+	}
+	return nil
+}
+
+// everApplied: provisioned, the durable inputs record a successful apply or
+// a pinned digest, or a backup exists.
+func (p *Pass) everApplied() bool {
+	f := state.AppliedFacts{Provisioned: p.Provisioned(), Backups: len(p.Status().StateBackups)}
+	if p.Durable != nil {
+		f.DurableInputsAnnotations = p.Durable.Annotations
+	}
+	return state.EverApplied(f)
+}
+
+// checkLock classifies the state lock: a stale lock of one of the object's
+// own runners is cleared by the next Job; any other holder is reported.
+func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
+	lock, err := state.ReadLock(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix)
+	if err != nil {
+		return fmt.Errorf("failed to read the state lock: %w", err)
+	}
+	if !lock.Held() {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobsOwnerLabels(p))); err != nil {
+		return fmt.Errorf("failed to list runner pods: %w", err)
+	}
+	owners := state.LockOwners{}
+	for i := range pods.Items {
+		owners.Pods = append(owners.Pods, state.RunnerPodOf(&pods.Items[i]))
+	}
+	for _, j := range p.Jobs {
+		owners.Jobs = append(owners.Jobs, j.Name)
+	}
+	v := state.ClassifyLock(lock, owners)
+	switch v.Holder {
+	case state.LockStale:
+		p.ForceUnlock = v.ID
+	case state.LockForeign:
+		p.StateStatus = decide.StateUnreadable
+		p.State = nil
+		setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLockedReason, v.Message())
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.StateLockedEvent, v.Message())
+	}
+	return nil
+}
+
+// backups copies a never-seen serial into a backup set and prunes old sets.
+func (f *Flow) backups(ctx context.Context, p *Pass, readErr error) error {
+	out, err := state.SyncBackups(ctx, f.Client, p.stateOwner(), p.State, readErr, state.BackupOptions{
+		Keep:     f.Options.StateBackups,
+		Deleting: !p.Obj.GetDeletionTimestamp().IsZero(),
+		Now:      p.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to back up the state: %w", err)
+	}
+	if out.Taken != nil {
+		f.event(p, nil, corev1.EventTypeNormal, infrav1.StateBackedUpEvent, "Backed up state serial "+strconv.FormatUint(out.Taken.Serial, 10))
+	}
+	if out.Backups != nil || readErr == nil {
+		p.Status().StateBackups = state.StatusBackups(out.Backups)
+	}
+	return nil
+}
+
+// adopt makes the object own the state of its newest successful apply or
+// restore and records that apply's inputs hash on the base state Secret.
+func (f *Flow) adopt(ctx context.Context, p *Pass) error {
+	var newest *decide.JobRecord
+	for i := range p.Records {
+		r := &p.Records[i]
+		if (r.Op != decide.OpApply && r.Op != decide.OpRestore) || r.Outcome() != decide.OutcomeSucceeded {
+			continue
+		}
+		if newest == nil || r.Finished.After(newest.Finished) {
+			newest = r
+		}
+	}
+	if newest == nil || newest.InputsHash == "" {
+		return nil
+	}
+	// An apply newer than the newest success failed: its state may not be
+	// the applied inputs' any more, so the hash is not re-recorded.
+	for _, r := range p.Records {
+		if r.Op == decide.OpApply && r.Finished.After(newest.Finished) {
+			return nil
+		}
+	}
+	patched, err := state.Adopt(ctx, f.Client, p.stateOwner(), p.State, newest.InputsHash)
+	if err != nil {
+		return fmt.Errorf("failed to adopt the state: %w", err)
+	}
+	if len(patched) > 0 && p.State.InputsHash != newest.InputsHash {
+		f.event(p, nil, corev1.EventTypeNormal, infrav1.StateAdoptedEvent, "Adopted state serial "+strconv.FormatUint(p.State.Serial, 10)+" with inputs hash "+newest.InputsHash)
+	}
+	p.State.InputsHash = newest.InputsHash
+	return nil
+}
+
+// buildInputs renders the current inputs (the kind's part).
+func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
+	if err := f.Adapter.BuildInputs(ctx, p); err != nil {
+		return err
+	}
+	switch p.Inputs.Status {
+	case decide.InputsWaiting:
+		status := metav1ConditionUnknown
+		if p.Inputs.Reason == infrav1.VariablesInvalidReason || p.Inputs.Reason == infrav1.VariablesSourceNotFoundReason {
+			status = metav1ConditionFalse
+		}
+		if p.OwnerWait == nil {
+			p.OwnerWait = &Wait{Reason: p.Inputs.Reason, Message: p.Inputs.Message, False: status == metav1ConditionFalse}
+			setCondition(p, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
+		}
+	case decide.InputsTooLarge:
+		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
+	}
+	return nil
+}
+
+// durableInputsHash recomputes the durable inputs Secret's hash.
+func (p *Pass) durableInputsHash(role contract.Role) string {
+	if p.Durable == nil {
+		return ""
+	}
+	h, err := inputs.HashFiles(role, p.Durable.Annotations[infrav1.ImageAnnotation],
+		p.Durable.Data[inputs.MainFile], p.Durable.Data[inputs.TFVarsFile])
+	if err != nil {
+		return ""
+	}
+	return h
+}

@@ -1,0 +1,98 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+)
+
+// LookupCluster finds a machine's or pool's Cluster, by the object's
+// cluster-name label (else fallback, the owner's spec.clusterName), and the
+// Cluster's TerraformCluster.
+func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback string) (*Wait, error) {
+	name := p.Obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		name = fallback
+	}
+	if name == "" {
+		return &Wait{Reason: infrav1.WaitingForOwnerReason, Message: "the Cluster is not known yet"}, nil
+	}
+	p.ClusterName = name
+	cluster := &clusterv1.Cluster{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: name}, cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &Wait{Reason: infrav1.OwnerNotFoundReason, Message: "Cluster " + name + " is gone", False: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read Cluster %s: %w", name, err)
+	}
+	p.Cluster = cluster
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "TerraformCluster" {
+		return &Wait{Reason: infrav1.ClusterNotTerraformReason, False: true,
+			Message: fmt.Sprintf("Cluster %s's infrastructure is a %s, not a TerraformCluster", name, ref.Kind)}, nil
+	}
+	tc := &infrav1.TerraformCluster{}
+	err = c.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: ref.Name}, tc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &Wait{Reason: infrav1.WaitingForClusterInfrastructureReason, Message: "TerraformCluster " + ref.Name + " does not exist yet"}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read TerraformCluster %s: %w", ref.Name, err)
+	}
+	p.TerraformCluster = tc
+	return nil, nil
+}
+
+// SyncRemediation keeps cluster.x-k8s.io/remediate-machine on the Machine
+// in step with the instance's health; CAPTF only ever removes the
+// annotation it set itself (captf.io/remediation-requested).
+func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm *infrav1.TerraformMachine, m *clusterv1.Machine) error {
+	if !p.Provisioned() || !p.Obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	hc := condition(p, infrav1.InfrastructureHealthyCondition)
+	if hc == nil {
+		return nil
+	}
+	r := tm.Spec.Remediation
+	threshold := 0
+	if r.UnhealthyThreshold != nil {
+		threshold = int(*r.UnhealthyThreshold)
+	}
+	action := decide.MachineRemediation(r.AnnotateMachine != nil && *r.AnnotateMachine, int(tm.Status.UnhealthySamples), threshold, hc.Reason, !m.DeletionTimestamp.IsZero())
+	_, ours := m.Annotations[infrav1.RemediationRequestedAnnotation]
+	_, set := m.Annotations[infrav1.RemediateMachineAnnotation]
+	base := m.DeepCopy()
+	switch {
+	case action == decide.RemediationRequest && !set:
+		why := fmt.Sprintf("%s for %d consecutive samples", hc.Reason, tm.Status.UnhealthySamples)
+		if hc.Reason == infrav1.InstanceTerminatedReason {
+			why = "the instance is terminated"
+		}
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[infrav1.RemediateMachineAnnotation] = ""
+		m.Annotations[infrav1.RemediationRequestedAnnotation] = why
+		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("failed to request remediation of Machine %s: %w", m.Name, err)
+		}
+		f.Event(p, corev1.EventTypeWarning, infrav1.RemediationRequestedEvent, "Requested remediation of Machine "+m.Name+": "+why)
+	case action == decide.RemediationWithdraw && ours:
+		delete(m.Annotations, infrav1.RemediateMachineAnnotation)
+		delete(m.Annotations, infrav1.RemediationRequestedAnnotation)
+		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("failed to withdraw remediation of Machine %s: %w", m.Name, err)
+		}
+		f.Event(p, corev1.EventTypeNormal, infrav1.RemediationWithdrawnEvent, "Withdrew the remediation request of Machine "+m.Name)
+	}
+	return nil
+}

@@ -1,0 +1,491 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// stuckAfter is how old a Job that never started must be before it counts
+// as stuck.
+const stuckAfter = time.Minute
+
+// event emits an event on the object (never a secret value in note).
+func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note string) {
+	if f.Recorder == nil {
+		return
+	}
+	f.Recorder.Eventf(p.Obj, related, eventType, reason, reason, "%s", note)
+}
+
+// credentials resolves the identity, keeps the credential mirror and the
+// runner RBAC in place, and sets IdentityAllowed, CredentialsMirrored and
+// RunnerRBACReady.
+func (f *Flow) credentials(ctx context.Context, p *Pass) error {
+	prev := condition(p, infrav1.IdentityAllowedCondition)
+	var prevCopy *metav1.Condition
+	if prev != nil {
+		c := *prev
+		prevCopy = &c
+	}
+	access, err := identity.CheckAccess(ctx, f.Client, f.APIReader, p.Obj, p.TerraformCluster)
+	setCondition(p, infrav1.IdentityAllowedCondition, access.Condition.Status, access.Condition.Reason, access.Condition.Message)
+	for _, e := range identity.AccessEvents(prevCopy, access.Condition) {
+		f.event(p, nil, e.Type, e.Reason, e.Message)
+	}
+	if err != nil {
+		p.CredentialsWait = access.Condition.Reason
+		return fmt.Errorf("failed to check the identity: %w", err)
+	}
+	p.Identity = access.Name
+
+	mirror, err := identity.SyncMirror(ctx, f.Client, f.APIReader, access, p.Obj)
+	setCondition(p, infrav1.CredentialsMirroredCondition, mirror.Condition.Status, mirror.Condition.Reason, mirror.Condition.Message)
+	for _, e := range mirror.Events() {
+		f.event(p, nil, e.Type, e.Reason, e.Message)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to mirror the credentials: %w", err)
+	}
+
+	w, err := identity.ListWorkloads(ctx, f.Client, p.Obj.GetNamespace())
+	if err != nil {
+		return fmt.Errorf("failed to list the namespace's workloads: %w", err)
+	}
+	sa := identity.ServiceAccountFor(p.Obj, p.TerraformCluster)
+	rbac, err := identity.EnsureRunnerRBAC(ctx, f.Client, f.APIReader, p.Obj.GetNamespace(), sa, identity.RunnerServiceAccounts(w))
+	setCondition(p, infrav1.RunnerRBACReadyCondition, rbac.Condition.Status, rbac.Condition.Reason, rbac.Condition.Message)
+	if err != nil {
+		return fmt.Errorf("failed to ensure the runner RBAC: %w", err)
+	}
+
+	switch {
+	case !access.Allowed():
+		p.CredentialsWait = access.Condition.Reason
+	case !mirror.Ready():
+		p.CredentialsWait = mirror.Condition.Reason
+	case !rbac.Ready():
+		p.CredentialsWait = rbac.Condition.Reason
+	}
+	if p.CredentialsWait != "" && !access.Allowed() {
+		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, access.Condition.Message)
+	}
+	return nil
+}
+
+// owner returns the object as internal/jobs and internal/state name it.
+func (p *Pass) jobsOwner() jobs.Owner {
+	o := jobs.OwnerOf(p.Obj, string(p.Kind))
+	o.ClusterName = p.ClusterName
+	return o
+}
+
+func (p *Pass) stateOwner() state.Owner {
+	return state.OwnerOf(p.Obj, string(p.Kind), p.ClusterName)
+}
+
+// bookkeeping reads the object's Jobs, accounts for every one that finished
+// since it was last seen, prunes history, and finds the active Job.
+func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
+	var clusterDefaults *infrav1.JobPolicy
+	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
+		clusterDefaults = jobs.ClusterDefaults(p.TerraformCluster)
+	}
+	p.Policy = jobs.Effective(p.Obj.GetWorkspace().Jobs, clusterDefaults)
+	p.PolicyErr = p.Policy.Validate()
+
+	var list batchv1.JobList
+	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.jobsOwner()))); err != nil {
+		return fmt.Errorf("failed to list Jobs: %w", err)
+	}
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.jobsOwner()))); err != nil {
+		return fmt.Errorf("failed to list runner pods: %w", err)
+	}
+	podOf := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		name := pod.Labels[batchv1.JobNameLabel]
+		if cur, ok := podOf[name]; !ok || pod.CreationTimestamp.After(cur.CreationTimestamp.Time) {
+			podOf[name] = pod
+		}
+	}
+	// Oldest first, so the newest finished Job's result is what status keeps.
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
+	})
+	p.Jobs = list.Items
+	for i := range list.Items {
+		job := &list.Items[i]
+		if !isOwnedBy(job, p.Obj) {
+			continue
+		}
+		c := jobs.Classify(job, podOf[job.Name])
+		if c.Outcome == jobs.OutcomeActive {
+			if job.DeletionTimestamp.IsZero() {
+				p.Active = job
+			}
+			continue
+		}
+		if job.Annotations[infrav1.BookkeptAnnotation] != "true" {
+			if err := f.bookkeepJob(ctx, p, job, &c); err != nil {
+				return err
+			}
+		}
+		p.Records = append(p.Records, jobs.Record(job, &c))
+	}
+
+	for _, r := range decide.Prune(p.Records, decide.HistoryLimits{
+		Successful: int(p.Policy.SuccessfulJobsHistoryLimit),
+		Failed:     int(p.Policy.FailedJobsHistoryLimit),
+	}) {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: p.Obj.GetNamespace()}}
+		if err := f.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to prune Job %s: %w", r.Name, err)
+		}
+	}
+
+	if p.Active != nil {
+		s := p.Status()
+		s.ActiveJob = &infrav1.ActiveJob{
+			Name:      p.Active.Name,
+			Operation: infrav1.Operation(p.Active.Labels[infrav1.OpLabel]),
+			Attempt:   int32(max(jobs.Attempt(p.Active), 1)),
+			StartTime: p.Active.Status.StartTime,
+		}
+		if s.ActiveJob.StartTime == nil {
+			t := p.Active.CreationTimestamp
+			s.ActiveJob.StartTime = &t
+		}
+	} else {
+		p.Status().ActiveJob = nil
+	}
+	return nil
+}
+
+func isOwnedBy(job *batchv1.Job, obj client.Object) bool {
+	for _, ref := range job.OwnerReferences {
+		if ref.UID == obj.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
+// bookkeepJob records one newly finished Job in status and conditions,
+// pins the image digest of a succeeded apply, and gives back the Job's
+// per-run Secret and run lease.
+func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jobs.Classification) error {
+	op := infrav1.Operation(job.Labels[infrav1.OpLabel])
+	s := p.Status()
+	run := c.Result.LastRun
+	s.LastRun = &run
+	if c.Result.RuntimeVersion != "" || c.ImageID != "" {
+		if s.Source == nil {
+			s.Source = &infrav1.SourceStatus{}
+		}
+		if c.Result.RuntimeVersion != "" {
+			s.Source.RuntimeVersion = c.Result.RuntimeVersion
+		}
+		if d := jobs.ImageDigest(c.ImageID); d != "" && c.Outcome == jobs.OutcomeSucceeded {
+			s.Source.ImageDigest = d
+		}
+	}
+	finished := metav1.NewTime(c.FinishedAt)
+	succeeded := c.Outcome == jobs.OutcomeSucceeded
+	reason := c.Reason(op)
+	detail := c.Detail
+
+	switch op {
+	case infrav1.OperationApply, infrav1.OperationDestroy:
+		switch {
+		case succeeded && op == infrav1.OperationApply:
+			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, "")
+			p.sampleOp = decide.OpApply
+			p.appliedAt = c.FinishedAt
+			if err := f.pinDigest(ctx, p, c); err != nil {
+				return err
+			}
+		case succeeded:
+			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, "")
+		case reason != "":
+			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, reason,
+				fmt.Sprintf("Job %s: %s", job.Name, detail))
+		}
+	case infrav1.OperationRefresh, infrav1.OperationDrift:
+		switch {
+		case succeeded:
+			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionTrue, infrav1.DriftCheckedReason, "")
+			p.sampleOp = decide.Operation(op)
+			if op == infrav1.OperationRefresh {
+				s.LastRefresh = &finished
+			} else {
+				s.LastDriftCheck = &finished
+				f.setDriftDetected(p, job, c)
+			}
+		case reason != "":
+			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionFalse, reason,
+				fmt.Sprintf("Job %s: %s", job.Name, detail))
+		}
+	case infrav1.OperationRestore:
+		if succeeded {
+			setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionTrue, infrav1.StateRestoredReason, "")
+		} else if reason != "" {
+			setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, reason,
+				fmt.Sprintf("Job %s: %s", job.Name, detail))
+		}
+	case infrav1.OperationPlan:
+		f.recordPlan(p, job, c)
+	}
+	f.jobEvent(p, job, c)
+
+	// The per-run Secret goes once the result is read; that also gives back
+	// the run lease.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobs.RunSecretName(job.Name), Namespace: job.Namespace}}
+	if err := f.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete Secret %s: %w", secret.Name, err)
+	}
+	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
+		return err
+	}
+	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
+	return nil
+}
+
+// jobEvent emits the one event a finished Job gets.
+func (f *Flow) jobEvent(p *Pass, job *batchv1.Job, c *jobs.Classification) {
+	op := job.Labels[infrav1.OpLabel]
+	note := fmt.Sprintf("Job %s (%s) %s", job.Name, op, c.Outcome)
+	if c.Detail != "" {
+		note += ": " + c.Detail
+	}
+	switch c.Outcome {
+	case jobs.OutcomeSucceeded:
+		f.event(p, job, corev1.EventTypeNormal, infrav1.JobSucceededEvent, note)
+	case jobs.OutcomeInterrupted:
+		f.event(p, job, corev1.EventTypeWarning, infrav1.JobInterruptedEvent, note)
+	case jobs.OutcomeDeadline:
+		f.event(p, job, corev1.EventTypeWarning, infrav1.JobDeadlineExceededEvent, note)
+	case jobs.OutcomeBlocked:
+		f.event(p, job, corev1.EventTypeWarning, infrav1.DestructivePlanBlockedEvent, note)
+	case jobs.OutcomePlanChanged:
+		f.event(p, job, corev1.EventTypeWarning, infrav1.PlanChangedEvent, note)
+	default:
+		f.event(p, job, corev1.EventTypeWarning, infrav1.JobFailedEvent, note)
+	}
+}
+
+// setDriftDetected records a drift Job's finding.
+func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classification) {
+	prev := condition(p, infrav1.DriftDetectedCondition)
+	if !c.Result.DriftDetected {
+		setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, fmt.Sprintf("Job %s found no drift", job.Name))
+		if prev != nil && prev.Status == metav1ConditionTrue {
+			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, "No drift found by Job "+job.Name)
+		}
+		return
+	}
+	reason := infrav1.DriftReportedReason
+	action := decide.EffectiveDriftAction(p.Kind, p.driftAction())
+	if action == decide.DriftRemediate {
+		reason = infrav1.DriftPendingReason
+	}
+	msg := fmt.Sprintf("Job %s found drift", job.Name)
+	if d := c.Result.LastRun.Drift; d != nil {
+		msg = fmt.Sprintf("Job %s found drift: %d to add, %d to change, %d to destroy", job.Name, deref(d.Add), deref(d.Change), deref(d.Destroy))
+	}
+	setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionTrue, reason, msg)
+	f.event(p, job, corev1.EventTypeWarning, infrav1.DriftDetectedEvent, msg)
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// recordPlan records a plan Job's plan for approval (applyPolicy Manual).
+func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) {
+	tc, ok := p.Obj.(*infrav1.TerraformCluster)
+	if !ok || c.Outcome != jobs.OutcomeSucceeded || c.Result.Plan == nil {
+		return
+	}
+	pl := c.Result.Plan
+	created := metav1.NewTime(c.FinishedAt)
+	tc.Status.Plan = &infrav1.PlanPreview{
+		InputsHash: job.Annotations[infrav1.InputsHashAnnotation],
+		Job:        job.Name,
+		PlanHash:   pl.Hash,
+		Add:        int32(pl.Add),
+		Change:     int32(pl.Change),
+		Destroy:    int32(pl.Destroy),
+		Resources:  pl.Resources,
+		Truncated:  pl.Truncated,
+		CreatedAt:  &created,
+	}
+	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate terraformcluster %s -n %s %s=%s --overwrite",
+		pl.Hash, pl.Add, pl.Change, pl.Destroy, tc.Name, tc.Namespace, infrav1.ApprovePlanAnnotation, pl.Hash)
+	setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, infrav1.PlanAwaitingApprovalReason, msg)
+	f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, msg)
+}
+
+// pinDigest records a succeeded apply's image digest on the durable inputs
+// Secret, and marks it applied.
+func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) error {
+	durable, err := f.durableSecret(ctx, p)
+	if err != nil || durable == nil {
+		return err
+	}
+	digest := jobs.ImageDigest(c.ImageID)
+	want := map[string]string{infrav1.AppliedAnnotation: "true"}
+	if digest != "" {
+		want[infrav1.ImageDigestAnnotation] = digest
+	}
+	changed := false
+	for k, v := range want {
+		if durable.Annotations[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	base := durable.DeepCopy()
+	if durable.Annotations == nil {
+		durable.Annotations = map[string]string{}
+	}
+	for k, v := range want {
+		durable.Annotations[k] = v
+	}
+	if err := f.Client.Patch(ctx, durable, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("failed to pin the image digest on Secret %s: %w", durable.Name, err)
+	}
+	p.Durable = durable
+	if digest != "" {
+		f.event(p, nil, corev1.EventTypeNormal, infrav1.DigestPinnedEvent, "Pinned image digest "+digest)
+	} else {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.DigestUnknownEvent, "The runner pod reported no image digest")
+	}
+	return nil
+}
+
+type bookkept struct {
+	name  string
+	marks map[string]string
+}
+
+// markBookkept annotates the Jobs accounted for this pass, once the status
+// patch holds their results.
+func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
+	for _, b := range p.bookkept {
+		job := &batchv1.Job{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: b.name}, job); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("failed to read Job %s: %w", b.name, err)
+		}
+		base := job.DeepCopy()
+		if job.Annotations == nil {
+			job.Annotations = map[string]string{}
+		}
+		for k, v := range b.marks {
+			job.Annotations[k] = v
+		}
+		job.Annotations[infrav1.BookkeptAnnotation] = "true"
+		if err := f.Client.Patch(ctx, job, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to mark Job %s bookkept: %w", b.name, err)
+		}
+	}
+	return nil
+}
+
+// activeJob: while a Job runs, state is not read and nothing new is
+// decided; a Job that can never start is deleted.
+func (f *Flow) activeJob(ctx context.Context, p *Pass) error {
+	if p.Active == nil {
+		return nil
+	}
+	op := p.Active.Labels[infrav1.OpLabel]
+	if op == string(infrav1.OperationDrift) || op == string(infrav1.OperationRefresh) {
+		setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
+	}
+	if err := f.deleteIfStuck(ctx, p); err != nil {
+		return err
+	}
+	p.Requeue(decide.RequeueJobRunning)
+	return errStop
+}
+
+// deleteIfStuck deletes an active Job whose per-run Secret is missing and
+// whose pod never started, once the Job is at least a minute old.
+func (f *Flow) deleteIfStuck(ctx context.Context, p *Pass) error {
+	job := p.Active
+	if p.Now.Sub(job.CreationTimestamp.Time) < stuckAfter {
+		p.Requeue(stuckAfter)
+		return nil
+	}
+	if job.Status.StartTime != nil && job.Status.Active > 0 && job.Status.Ready != nil && *job.Status.Ready > 0 {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}, secret)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to read Secret %s: %w", jobs.RunSecretName(job.Name), err)
+	}
+	var pods corev1.PodList
+	if err := f.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return fmt.Errorf("failed to list the pods of Job %s: %w", job.Name, err)
+	}
+	for _, pod := range pods.Items {
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.State.Running != nil || cs.State.Terminated != nil {
+				return nil
+			}
+		}
+	}
+	if err := f.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete stuck Job %s: %w", job.Name, err)
+	}
+	f.event(p, job, corev1.EventTypeWarning, infrav1.StuckJobDeletedEvent, "Deleted Job "+job.Name+": its per-run Secret is missing and it never started")
+	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted a stuck Job", "job", job.Name)
+	p.Requeue(5 * time.Second)
+	return nil
+}
+
+// clearMoveBlock removes clusterctl's block-move annotation once no Job is
+// active.
+func (f *Flow) clearMoveBlock(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return nil
+	}
+	if _, ok := p.Obj.GetAnnotations()[infrav1.BlockMoveAnnotation]; !ok {
+		return nil
+	}
+	a := p.Obj.GetAnnotations()
+	delete(a, infrav1.BlockMoveAnnotation)
+	p.Obj.SetAnnotations(a) // written by the status patch's metadata patch
+	return nil
+}
