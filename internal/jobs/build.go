@@ -387,7 +387,7 @@ next:
 			continue
 		}
 		for j := 2; j < len(fixed); j++ {
-			if env[j].Name == e.Name && !reservedEnv(e.Name) {
+			if env[j].Name == e.Name {
 				env[j] = *e.DeepCopy()
 				continue next
 			}
