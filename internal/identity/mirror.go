@@ -202,7 +202,7 @@ func mirrorCondition(status metav1.ConditionStatus, reason, message string) meta
 // after CheckAccess for the object owner:
 //
 //   - identity allowed: create or update captf-creds-<identity> in the
-//     owner's namespace (EnsureMirror);
+//     owner's namespace;
 //   - the identity does not allow the namespace: delete that identity's
 //     mirror there, whatever objects still use it (RemoveMirror), and report
 //     Unknown/MirrorPending;
@@ -228,15 +228,15 @@ func SyncMirror(ctx context.Context, c client.Client, live client.Reader, a Acce
 		}
 		return res, nil
 	}
-	return EnsureMirror(ctx, c, live, a.Name, *a.creds, owner)
+	return ensureMirror(ctx, c, live, a.Name, *a.creds, owner)
 }
 
-// EnsureMirror keeps identity's mirror in owner's namespace current: a byte
+// ensureMirror keeps identity's mirror in owner's namespace current: a byte
 // copy of the source data, labeled and annotated, with owner among its
 // owners. It never overwrites a Secret of the mirror's name that is not
 // this identity's mirror (False/MirrorFailed, no error: it needs a person).
 // An API error gives False/MirrorFailed and the error.
-func EnsureMirror(ctx context.Context, c client.Client, live client.Reader, identity string, creds credentials, owner client.Object) (MirrorResult, error) {
+func ensureMirror(ctx context.Context, c client.Client, live client.Reader, identity string, creds credentials, owner client.Object) (MirrorResult, error) {
 	ns := owner.GetNamespace()
 	res := MirrorResult{Namespace: ns, Name: MirrorName(identity), Identity: identity}
 	fail := func(err error) (MirrorResult, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -378,4 +380,47 @@ func (f failingLister) List(c context.Context, list client.ObjectList, opts ...c
 		return errors.New("the server is currently unable to handle the request")
 	}
 	return f.Reader.List(c, list, opts...)
+}
+
+var (
+	_ manager.Runnable               = &Sweeper{}
+	_ manager.LeaderElectionRunnable = &Sweeper{}
+)
+
+func TestSweeperRunsAtStartAndEveryPeriod(t *testing.T) {
+	ns := namespace(t, nil)
+	managed := map[string]string{infrav1.ManagedLabel: "true"}
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RunnerName, Labels: managed}}))
+	done := make(chan SweepResult, 16)
+	s := &Sweeper{Live: k8s, Writer: k8s, Namespaces: []string{ns}, Period: 100 * time.Millisecond, OnSweep: func(r SweepResult, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}}
+	if !s.NeedLeaderElection() {
+		t.Fatal("the sweep runs only while leader")
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Start(sctx) }()
+	if r := <-done; r.ServiceAccounts != 1 {
+		t.Fatalf("first sweep at start: %+v", r)
+	}
+	// Later ticks sweep again: a managed object left in the still-empty
+	// namespace goes on the next period.
+	must(t, k8s.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "captf-run-y", Labels: managed}}))
+	timeout := time.After(10 * time.Second)
+	for swept := false; !swept; {
+		select {
+		case r := <-done:
+			swept = r.Leases == 1
+		case <-timeout:
+			t.Fatal("the lease was not swept at a later period")
+		}
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -173,3 +174,56 @@ func listMetadata(ctx context.Context, r client.Reader, gvk schema.GroupVersionK
 		}
 	}
 }
+
+// Sweeper runs Sweep when the manager starts and then every Period, only
+// while this manager is the leader. A failed sweep is logged and retried at
+// the next tick; it never stops the manager.
+type Sweeper struct {
+	// Live is an uncached reader (the manager's API reader).
+	Live client.Reader
+	// Writer deletes.
+	Writer client.Writer
+	// Namespaces restricts the sweep (the manager's --namespace); empty
+	// sweeps every namespace.
+	Namespaces []string
+	// Period is the manager's --sync-period; zero sweeps only at start.
+	Period time.Duration
+	// OnSweep, when set, is called after every sweep with its outcome.
+	OnSweep func(SweepResult, error)
+}
+
+// Start implements manager.Runnable.
+func (s *Sweeper) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("namespace-sweep")
+	run := func() {
+		res, err := Sweep(ctx, s.Live, s.Writer, s.Namespaces)
+		if err != nil && ctx.Err() == nil {
+			log.Error(err, "Namespace RBAC sweep failed; retrying at the next sync period")
+		} else if len(res.Namespaces) > 0 {
+			log.Info("Swept runner RBAC and leases from namespaces with no Terraform objects", "namespaces", res.Namespaces,
+				"serviceAccounts", res.ServiceAccounts, "roleBindings", res.RoleBindings, "leases", res.Leases)
+		}
+		if s.OnSweep != nil {
+			s.OnSweep(res, err)
+		}
+	}
+	run()
+	if s.Period <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(s.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			run()
+		}
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
+// leader sweeps.
+func (s *Sweeper) NeedLeaderElection() bool { return true }
