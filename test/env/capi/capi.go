@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -162,6 +163,8 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+var starts atomic.Int64
+
 // Options configure the in-process Cluster API.
 type Options struct {
 	// Config is the admin client configuration. Required.
@@ -204,15 +207,21 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		setup func(context.Context, ctrl.Manager) error
 	}
 	sync := 10 * time.Minute
+	// Informer names must be unique in a process: a second environment in
+	// the same test binary gets its own suffix.
+	suffix := ""
+	if n := starts.Add(1); n > 1 {
+		suffix = fmt.Sprintf("-%d", n)
+	}
 	providers := []provider{
 		{"capi-core", func(s *runtime.Scheme) ctrl.Options {
-			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-core", "", sync), Client: coresetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-core"+suffix, "", sync), Client: coresetup.ManagerClientOptions()}
 		}, setupCore},
 		{"capi-kubeadm-bootstrap", func(s *runtime.Scheme) ctrl.Options {
-			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap", "", sync), Client: bootstrapsetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap"+suffix, "", sync), Client: bootstrapsetup.ManagerClientOptions()}
 		}, setupBootstrap},
 		{"capi-kubeadm-control-plane", func(s *runtime.Scheme) ctrl.Options {
-			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane", "", sync), Client: controlplanesetup.ManagerClientOptions()}
+			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane"+suffix, "", sync), Client: controlplanesetup.ManagerClientOptions()}
 		}, setupControlPlane},
 	}
 	mgrs := make([]ctrl.Manager, len(providers))
