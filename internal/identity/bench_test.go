@@ -98,26 +98,6 @@ func writeCounter(n *atomic.Int64) interceptor.Funcs {
 	}
 }
 
-// credentialsStep runs the whole credentials step for obj as the reconcile
-// flow will: identity, mirror, runner RBAC.
-func credentialsStep(ctx context.Context, c client.Client, obj client.Object) (Access, MirrorResult, RBACResult, error) {
-	w, err := ListWorkloads(ctx, c, obj.GetNamespace())
-	if err != nil {
-		return Access{}, MirrorResult{}, RBACResult{}, err
-	}
-	cluster := w.ClusterFor(obj)
-	a, err := CheckAccess(ctx, c, c, obj, cluster)
-	if err != nil {
-		return a, MirrorResult{}, RBACResult{}, err
-	}
-	m, err := SyncMirror(ctx, c, c, a, obj)
-	if err != nil {
-		return a, m, RBACResult{}, err
-	}
-	r, err := EnsureRunnerRBAC(ctx, c, c, obj.GetNamespace(), ServiceAccountFor(obj, cluster), RunnerServiceAccounts(w))
-	return a, m, r, err
-}
-
 func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 	f := newCredsFixture(t)
 	obj := newCluster(t, f.tenant, uniqueName("c"), f.identity, nil)
@@ -125,17 +105,17 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 	cw, err := client.NewWithWatch(testCfg, client.Options{Scheme: testScheme})
 	must(t, err)
 	c := interceptor.NewClient(cw, writeCounter(&writes))
-	a, m, r, err := credentialsStep(ctx, c, obj)
+	cr, err := Reconcile(ctx, c, c, obj)
 	must(t, err)
-	if !a.Allowed() || !m.Ready() || !r.Ready() {
-		t.Fatalf("first pass: %s, %+v, %+v", a, m.Condition, r.Condition)
+	if !cr.Ready() || cr.WaitReason() != "" {
+		t.Fatalf("first pass: %+v", cr.Conditions())
 	}
 	if writes.Load() != 3 {
 		t.Fatalf("first pass made %d writes, want 3 (mirror, ServiceAccount, RoleBinding)", writes.Load())
 	}
 	writes.Store(0)
 	for range 3 {
-		if _, _, _, err := credentialsStep(ctx, c, obj); err != nil {
+		if _, err := Reconcile(ctx, c, c, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,12 +130,12 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 func BenchmarkCredentialsStepSteadyState(b *testing.B) {
 	f := newCredsFixture(b)
 	obj := newCluster(b, f.tenant, uniqueName("c"), f.identity, nil)
-	if _, _, _, err := credentialsStep(ctx, k8s, obj); err != nil {
+	if _, err := Reconcile(ctx, k8s, k8s, obj); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, _, err := credentialsStep(ctx, k8s, obj); err != nil {
+		if _, err := Reconcile(ctx, k8s, k8s, obj); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -242,7 +242,7 @@ func ensureMirror(ctx context.Context, c client.Client, live client.Reader, iden
 	fail := func(err error) (MirrorResult, error) {
 		err = redactError(err, creds.data)
 		res.Condition = mirrorCondition(metav1.ConditionFalse, infrav1.MirrorFailedReason,
-			fmt.Sprintf("Failed to write credential mirror Secret %s: %v", res.Name, err))
+			fmt.Sprintf("Failed to keep the credential mirror in place: %v", err))
 		return res, err
 	}
 	ref, err := OwnerReference(owner, c.Scheme())

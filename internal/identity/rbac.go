@@ -163,11 +163,18 @@ func RBACCondition(f RBACFacts) metav1.Condition {
 type RoleBindingAction string
 
 const (
-	RoleBindingCreate   RoleBindingAction = "Create"
-	RoleBindingUpdate   RoleBindingAction = "Update"
+	// RoleBindingCreate: no captf-runner RoleBinding exists.
+	RoleBindingCreate RoleBindingAction = "Create"
+	// RoleBindingUpdate: the managed binding's subjects differ.
+	RoleBindingUpdate RoleBindingAction = "Update"
+	// RoleBindingRecreate: the managed binding's roleRef differs; roleRef
+	// is immutable, so it is deleted and created again.
 	RoleBindingRecreate RoleBindingAction = "Recreate"
-	RoleBindingInPlace  RoleBindingAction = "InPlace"
-	RoleBindingForeign  RoleBindingAction = "Foreign"
+	// RoleBindingInPlace: nothing to write.
+	RoleBindingInPlace RoleBindingAction = "InPlace"
+	// RoleBindingForeign: a binding without captf.io/managed=true; never
+	// touched.
+	RoleBindingForeign RoleBindingAction = "Foreign"
 )
 
 // RunnerRoleRef is the roleRef of every managed captf-runner RoleBinding.

@@ -124,6 +124,9 @@ type AccessFacts struct {
 func AccessCondition(f AccessFacts) metav1.Condition {
 	c := metav1.Condition{Type: infrav1.IdentityAllowedCondition}
 	switch {
+	case f.CheckError != nil && f.Identity == "":
+		c.Status, c.Reason = metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason
+		c.Message = fmt.Sprintf("Failed to resolve the identity: %v", f.CheckError)
 	case f.CheckError != nil:
 		c.Status, c.Reason = metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason
 		c.Message = fmt.Sprintf("Failed to check identity %q: %v", f.Identity, f.CheckError)
