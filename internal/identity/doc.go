@@ -26,6 +26,10 @@
 //     and the data its delete guard needs (who resolves to it, which
 //     namespaces hold a mirror of it).
 //
+// Reconcile runs the whole credentials step for one object and returns its
+// three conditions, the reason that holds its Jobs and the events due;
+// Sweeper runs the sweep at manager start and every sync period.
+//
 // Decisions are pure functions over plain facts (tested with tables); API
 // reads and writes are small functions taking a controller-runtime client.
 // Credential values never reach a condition message, an event, an error or
