@@ -1,11 +1,13 @@
 package terraformclusteridentity
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +67,7 @@ func startManager(t *testing.T, o Options) client.Client {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Logger:  zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
+		Logger:  zap.New(zap.UseDevMode(true), zap.WriteTo(newTestLog(t))),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Each test runs its own manager in this one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -95,10 +97,34 @@ func startManager(t *testing.T, o Options) client.Client {
 	return c
 }
 
-type testWriter struct{ t *testing.T }
+// testLog collects the manager's log and shows it only when the test
+// fails; writes after the test ends (goroutines still stopping) are
+// dropped.
+type testLog struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+func newTestLog(t *testing.T) *testLog {
+	l := &testLog{}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.closed = true
+		if t.Failed() {
+			t.Log(l.buf.String())
+		}
+	})
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.buf.Write(p)
+	}
 	return len(p), nil
 }
 

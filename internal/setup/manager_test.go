@@ -1,0 +1,398 @@
+package setup
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
+	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+var cfg *rest.Config
+
+func TestMain(m *testing.M) {
+	// The child process of TestCommandLogsEveryFlag and the pure tests need
+	// no API server.
+	if os.Getenv("CAPTF_SETUP_TEST_CHILD") == "1" || !wantsAPIServer() {
+		os.Exit(m.Run())
+	}
+	root, err := tools.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	sets, err := capi.CRDs()
+	if err != nil {
+		panic(err)
+	}
+	env, c, err := envtest.Start(filepath.Join(root, "config", "crd", "bases"), sets[0].Path)
+	if err != nil {
+		panic(err)
+	}
+	cfg = c
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// wantsAPIServer is false when -run selects no test that needs one.
+func wantsAPIServer() bool {
+	for i, a := range os.Args {
+		run := ""
+		switch {
+		case strings.HasPrefix(a, "-test.run="):
+			run = strings.TrimPrefix(a, "-test.run=")
+		case a == "-test.run" && i+1 < len(os.Args):
+			run = os.Args[i+1]
+		default:
+			continue
+		}
+		return run == "" || strings.Contains(run, "Manager")
+	}
+	return true
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// testLog collects the manager's log and shows it only when the test
+// fails; writes after the test ends (goroutines still stopping) are
+// dropped.
+type testLog struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+}
+
+func newTestLog(t *testing.T) *testLog {
+	l := &testLog{}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.closed = true
+		if t.Failed() {
+			t.Log(l.buf.String())
+		}
+	})
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func eventually(t *testing.T, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, detail := f()
+		if ok {
+			return
+		}
+		last = detail
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+}
+
+func testOptions(t *testing.T) Options {
+	o := DefaultOptions()
+	o.RunnerImage = image
+	o.DiagnosticsAddress = freeAddr(t)
+	o.HealthAddr = freeAddr(t)
+	o.SyncPeriod = 2 * time.Second
+	o.SkipControllerNameValidation = true
+	o.Logger = zap.New(zap.UseDevMode(true), zap.WriteTo(newTestLog(t)))
+	return o
+}
+
+// run builds and starts a manager; it stops when the test ends.
+func run(t *testing.T, o Options) (ctrl.Manager, Wiring) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, w, err := build(ctx, cfg, o)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return mgr, w
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func ns(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func secret(namespace, name string, lbls map[string]string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: lbls},
+		Data:       map[string][]byte{"value": []byte("captf-sentinel-variable-71a9")},
+	}
+}
+
+// secretNames lists Secrets as namespace/name, sorted; an error (a cache
+// still starting) lists nothing.
+func secretNames(t *testing.T, r client.Reader, opts ...client.ListOption) []string {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := r.List(context.Background(), list, opts...); err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	var out []string
+	for _, s := range list.Items {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func get(url string, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		// The diagnostics endpoint serves a self-signed certificate here.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // test against a self-signed server
+	}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// TestManagerInProcess runs the manager as test/env does: New on a
+// rest.Config, every controller wired, leader election, secure
+// diagnostics, label-scoped caches and the orphan sweep.
+func TestManagerInProcess(t *testing.T) {
+	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	create(t, c, ns("captf-system"), ns("tenant"), ns("orphan"))
+	// A namespace with CAPTF's runner objects but no Terraform object: the
+	// sweep at start removes them.
+	create(t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "orphan", Name: "captf-runner",
+		Labels: map[string]string{infrav1.ManagedLabel: "true"}}})
+	create(t, c,
+		secret("tenant", "state", map[string]string{infrav1.ManagedLabel: "true"}),
+		secret("tenant", "bootstrap", nil),
+		secret("tenant", "vars", map[string]string{infrav1.VariablesLabel: "true"}),
+	)
+
+	o := testOptions(t)
+	o.LeaderElect = true
+	o.LeaderElectionNamespace = "captf-system"
+	mgr, w := run(t, o)
+
+	t.Run("health and readiness probes answer on --health-addr", func(t *testing.T) {
+		for _, p := range []string{"/healthz", "/readyz"} {
+			eventually(t, p, func() (bool, string) {
+				code, body, err := get("http://"+o.HealthAddr+p, "")
+				return err == nil && code == http.StatusOK, fmt.Sprint(code, body, err)
+			})
+		}
+	})
+
+	t.Run("leader election takes the Lease controller-leader-election-captf", func(t *testing.T) {
+		eventually(t, "the leader Lease", func() (bool, string) {
+			l := &coordinationv1.Lease{}
+			err := c.Get(ctx, client.ObjectKey{Namespace: "captf-system", Name: LeaderElectionID}, l)
+			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Sprint(err)
+		})
+	})
+
+	t.Run("the main cache holds only captf.io/managed=true Secrets", func(t *testing.T) {
+		eventually(t, "the managed Secret cached", func() (bool, string) {
+			got := secretNames(t, mgr.GetClient(), client.InNamespace("tenant"))
+			return slices.Equal(got, []string{"tenant/state"}), strings.Join(got, ",")
+		})
+	})
+
+	t.Run("the variables cache holds captf.io/variables=true Secrets without their data", func(t *testing.T) {
+		eventually(t, "the variables Secret cached", func() (bool, string) {
+			got := secretNames(t, w.Variables, client.InNamespace("tenant"))
+			return slices.Equal(got, []string{"tenant/vars"}), strings.Join(got, ",")
+		})
+		s := &corev1.Secret{}
+		if err := w.Variables.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "vars"}, s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Data != nil || s.Labels[infrav1.VariablesLabel] != "true" {
+			t.Errorf("cached variables Secret keeps data or lost labels: %+v", s)
+		}
+	})
+
+	t.Run("other Secrets are read live", func(t *testing.T) {
+		s := &corev1.Secret{}
+		if err := w.Live.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "bootstrap"}, s); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("the controllers run: an identity gets its Ready condition", func(t *testing.T) {
+		create(t, c, &infrav1.TerraformClusterIdentity{
+			ObjectMeta: metav1.ObjectMeta{Name: "wired"},
+			Spec:       infrav1.TerraformClusterIdentitySpec{SecretRef: infrav1.SecretReference{Name: "none", Namespace: "tenant"}},
+		})
+		eventually(t, "Ready", func() (bool, string) {
+			id := &infrav1.TerraformClusterIdentity{}
+			if err := c.Get(ctx, client.ObjectKey{Name: "wired"}, id); err != nil {
+				return false, err.Error()
+			}
+			r := meta.FindStatusCondition(id.Status.Conditions, infrav1.ReadyCondition)
+			return r != nil && r.Reason == infrav1.SecretNotFoundReason, fmt.Sprint(r)
+		})
+	})
+
+	t.Run("the orphan sweep removes runner objects from namespaces with no Terraform object", func(t *testing.T) {
+		eventually(t, "the orphan ServiceAccount swept", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: "orphan", Name: "captf-runner"}, &corev1.ServiceAccount{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
+
+	t.Run("diagnostics are authenticated and authorized by default", func(t *testing.T) {
+		url := "https://" + o.DiagnosticsAddress + "/metrics"
+		eventually(t, "401 without a token", func() (bool, string) {
+			code, _, err := get(url, "")
+			return err == nil && code == http.StatusUnauthorized, fmt.Sprint(code, err)
+		})
+		denied := serviceAccountToken(t, c, "tenant", "stranger")
+		code, _, err := get(url, denied)
+		if err != nil || code != http.StatusForbidden {
+			t.Fatalf("a token without /metrics access: %d %v, want 403", code, err)
+		}
+		create(t, c,
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "captf-test-metrics-reader"},
+				Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "captf-test-metrics-reader"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "captf-test-metrics-reader"},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "tenant", Name: "scraper"}}},
+		)
+		token := serviceAccountToken(t, c, "tenant", "scraper")
+		var body string
+		eventually(t, "200 with /metrics access", func() (bool, string) {
+			var code int
+			code, body, err = get(url, token)
+			return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
+		})
+		for _, m := range []string{"captf_build_info{", "captf_jobs_active{", "controller_runtime_reconcile_total{controller=\"terraformclusteridentity\""} {
+			if !strings.Contains(body, m) {
+				t.Errorf("/metrics lacks %s", m)
+			}
+		}
+		if code, _, _ := get("https://"+o.DiagnosticsAddress+"/debug/pprof/", token); code != http.StatusForbidden {
+			t.Errorf("/debug/pprof/ with /metrics-only access: %d, want 403", code)
+		}
+	})
+}
+
+// TestManagerNamespaceAndInsecureDiagnostics: --namespace restricts the
+// caches; --insecure-diagnostics serves plain HTTP without authentication.
+func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
+	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, ns("scoped-a"), ns("scoped-b"))
+	create(t, c,
+		secret("scoped-a", "state-a", map[string]string{infrav1.ManagedLabel: "true"}),
+		secret("scoped-b", "state-b", map[string]string{infrav1.ManagedLabel: "true"}),
+	)
+	o := testOptions(t)
+	o.Namespace = "scoped-a"
+	o.InsecureDiagnostics = true
+	mgr, _ := run(t, o)
+
+	eventually(t, "only scoped-a cached", func() (bool, string) {
+		got := secretNames(t, mgr.GetCache(), client.InNamespace("scoped-a"))
+		return slices.Equal(got, []string{"scoped-a/state-a"}), strings.Join(got, ",")
+	})
+	if err := mgr.GetCache().List(context.Background(), &corev1.SecretList{}, client.InNamespace("scoped-b")); err == nil {
+		t.Errorf("a namespace outside --namespace was readable from the cache")
+	}
+	eventually(t, "plain /metrics", func() (bool, string) {
+		code, body, err := get("http://"+o.DiagnosticsAddress+"/metrics", "")
+		return err == nil && code == http.StatusOK && strings.Contains(body, "captf_build_info"), fmt.Sprint(code, err)
+	})
+}
+
+func serviceAccountToken(t *testing.T, c client.Client, namespace, name string) string {
+	t.Helper()
+	create(t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+func ptrTo[T any](v T) *T { return &v }
