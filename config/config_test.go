@@ -1,0 +1,547 @@
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
+	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+const (
+	managerSA    = "system:serviceaccount:captf-system:captf-controller-manager"
+	releaseImage = "registry.example/captf/manager:v0.1.0"
+)
+
+var (
+	cfg    *rest.Config
+	root   string
+	scheme = setup.NewScheme()
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if root, err = tools.RepoRoot(); err != nil {
+		panic(err)
+	}
+	_ = apiextensionsv1.AddToScheme(scheme)
+	// CAPTF's CRDs come from the rendered manifests; Cluster API's core CRDs
+	// are installed for the workload controllers' watches.
+	sets, err := capi.CRDs()
+	if err != nil {
+		panic(err)
+	}
+	env, c, err := envtest.Start(sets[0].Path)
+	if err != nil {
+		panic(err)
+	}
+	cfg = c
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// render runs kustomize build on dir.
+func render(t *testing.T, dir string) []byte {
+	t.Helper()
+	k, err := tools.Path("kustomize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(k, "build", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+	}
+	return out
+}
+
+// renderRelease renders what make manifests-release renders: a copy of
+// config/ with the manager image set, built from default.
+func renderRelease(t *testing.T, image string) []byte {
+	t.Helper()
+	k, err := tools.Path("kustomize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "config"))); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(k, "edit", "set", "image", "captf-manager="+image)
+	cmd.Dir = filepath.Join(dir, "default")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kustomize edit set image: %v\n%s", err, out)
+	}
+	return render(t, filepath.Join(dir, "default"))
+}
+
+func decode(t *testing.T, manifests []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err != nil {
+			if err == io.EOF {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func key(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return u.GetKind() + " " + ns + "/" + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetName()
+}
+
+func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatal("no Deployment rendered")
+	return nil
+}
+
+// TestDefaultRendersTheComponents checks config/default against
+// reference-facts §4 and §10.
+func TestDefaultRendersTheComponents(t *testing.T) {
+	objs := decode(t, render(t, filepath.Join(root, "config", "default")))
+	var got []string
+	for _, u := range objs {
+		got = append(got, key(u))
+		if u.GetLabels()[infrav1.ProviderLabel] != "infrastructure-terraform" {
+			t.Errorf("%s lacks the %s label", key(u), infrav1.ProviderLabel)
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"ClusterRole captf-manager-role",
+		"ClusterRole captf-runner",
+		"ClusterRoleBinding captf-manager-rolebinding",
+		"CustomResourceDefinition terraformclusteridentities.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformclusters.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformclustertemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformmachinepools.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformmachines.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
+		"Deployment captf-system/captf-controller-manager",
+		"Namespace captf-system",
+		"Role captf-system/captf-leader-election-role",
+		"RoleBinding captf-system/captf-leader-election-rolebinding",
+		"ServiceAccount captf-system/captf-controller-manager",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rendered objects:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	d := deployment(t, objs)
+	if *d.Spec.Replicas != 1 || d.Spec.Template.Labels["control-plane"] != "controller-manager" ||
+		d.Spec.Template.Spec.ServiceAccountName != "captf-controller-manager" {
+		t.Errorf("Deployment shape: replicas %d, labels %v, service account %s", *d.Spec.Replicas, d.Spec.Template.Labels, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	if psc := d.Spec.Template.Spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("the manager pod is not non-root: %+v", psc)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Name != "manager" {
+		t.Errorf("container %q, want manager", c.Name)
+	}
+	if want := []string{"--leader-elect", "--diagnostics-address=:8443", "--insecure-diagnostics=false", "--webhook-port=9443"}; !slices.Equal(c.Args, want) {
+		t.Errorf("args %v, want %v", c.Args, want)
+	}
+	// The args must parse with the manager's own flags.
+	cmd := setup.Command()
+	if err := cmd.ParseFlags(c.Args); err != nil {
+		t.Errorf("the manager refuses its shipped args: %v", err)
+	}
+	if env := envValue(c, setup.ManagerImageEnv); env != c.Image {
+		t.Errorf("%s = %q, want the manager's image %q", setup.ManagerImageEnv, env, c.Image)
+	}
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// TestReleaseManifests: make manifests-release substitutes the image in the
+// container and in CAPTF_MANAGER_IMAGE; metadata.yaml maps the release
+// series to contract v1beta2.
+func TestReleaseManifests(t *testing.T) {
+	out := renderRelease(t, releaseImage)
+	c := deployment(t, decode(t, out)).Spec.Template.Spec.Containers[0]
+	if c.Image != releaseImage || envValue(c, setup.ManagerImageEnv) != releaseImage {
+		t.Errorf("image %q, %s %q; want both %q", c.Image, setup.ManagerImageEnv, envValue(c, setup.ManagerImageEnv), releaseImage)
+	}
+	if bytes.Contains(out, []byte("captf-manager:dev")) {
+		t.Errorf("the development image is left in the release manifests")
+	}
+	if bytes.Contains(out, []byte("${")) {
+		t.Errorf("the release manifests hold a clusterctl variable; none is defined")
+	}
+
+	b, err := os.ReadFile(filepath.Join(root, "config", "metadata.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		APIVersion     string `json:"apiVersion"`
+		Kind           string `json:"kind"`
+		ReleaseSeries []struct {
+			Major, Minor int
+			Contract     string
+		} `json:"releaseSeries"`
+	}
+	if err := yaml.UnmarshalStrict(b, &md); err != nil {
+		t.Fatal(err)
+	}
+	if md.APIVersion != "clusterctl.cluster.x-k8s.io/v1alpha3" || md.Kind != "Metadata" || len(md.ReleaseSeries) == 0 {
+		t.Fatalf("metadata %+v", md)
+	}
+	for _, r := range md.ReleaseSeries {
+		if r.Contract != "v1beta2" {
+			t.Errorf("release series %d.%d has contract %q, want v1beta2", r.Major, r.Minor, r.Contract)
+		}
+	}
+}
+
+// apply server-side applies the rendered objects: the CRDs and the
+// Namespace first, waiting until the CRDs are served.
+func apply(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	first := func(u *unstructured.Unstructured) bool {
+		return u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace"
+	}
+	for _, pass := range []bool{true, false} {
+		for _, u := range objs {
+			if first(u) != pass {
+				continue
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("captf-config-test"), client.ForceOwnership); err != nil {
+				t.Fatalf("apply %s: %v", key(u), err)
+			}
+		}
+		if pass {
+			waitForCRDs(t, c)
+		}
+	}
+}
+
+func waitForCRDs(t *testing.T, c client.Client) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := c.List(context.Background(), list); err == nil {
+			established := 0
+			for _, crd := range list.Items {
+				if crd.Spec.Group == infrav1.GroupVersion.Group {
+					for _, cond := range crd.Status.Conditions {
+						if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+							established++
+						}
+					}
+				}
+			}
+			if established == 7 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("CAPTF's CRDs were not established within a minute")
+}
+
+var applyOnce sync.Once
+
+// applied applies config/default once per run.
+func applied(t *testing.T, c client.Client) {
+	applyOnce.Do(func() { apply(t, c, decode(t, render(t, filepath.Join(root, "config", "default")))) })
+}
+
+// TestDefaultAppliesToAnAPIServer applies config/default to a real API
+// server, the Deployment included (it never runs: no controllers here).
+func TestDefaultAppliesToAnAPIServer(t *testing.T) {
+	c := newClient(t)
+	applied(t, c)
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "captf-system", Name: "captf-controller-manager"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Spec.Template.Spec.Containers[0]; c.SecurityContext == nil || c.SecurityContext.AllowPrivilegeEscalation == nil || *c.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("the manager container may escalate privileges: %+v", c.SecurityContext)
+	}
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRunnerRole: what the static captf-runner ClusterRole grants a runner
+// in its own namespace (reference-facts §10.2), and nothing else.
+func TestRunnerRole(t *testing.T) {
+	c := newClient(t)
+	applied(t, c)
+	ctx := context.Background()
+	create(t, c,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "runner-ns"}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "runner-ns", Name: "captf-runner"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "captf-runner"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "runner-ns", Name: "captf-runner"}},
+		})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ns, group, resource, verb string
+		allowed                   bool
+	}{
+		{"runner-ns", "", "secrets", "create", true},
+		{"runner-ns", "", "secrets", "list", true},
+		{"runner-ns", "", "secrets", "delete", true},
+		{"runner-ns", "coordination.k8s.io", "leases", "update", true},
+		{"runner-ns", "events.k8s.io", "events", "create", true},
+		{"runner-ns", "", "secrets", "watch", false},
+		{"runner-ns", "coordination.k8s.io", "leases", "delete", false},
+		{"runner-ns", "", "pods", "list", false},
+		{"runner-ns", "infrastructure.cluster.x-k8s.io", "terraformclusters", "get", false},
+		{"default", "", "secrets", "get", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:runner-ns:captf-runner",
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:runner-ns"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: c.group, Resource: c.resource, Verb: c.verb},
+		}}
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status.Allowed != c.allowed {
+			t.Errorf("runner %s %s.%s in %s: allowed %v, want %v", c.verb, c.resource, c.group, c.ns, res.Status.Allowed, c.allowed)
+		}
+	}
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// TestManagerRunsWithTheShippedRBAC runs the manager in-process as its
+// ServiceAccount (impersonated), with exactly the rendered RBAC: leader
+// election in captf-system, every controller's caches, and the identity
+// and template controllers' reads and writes.
+func TestManagerRunsWithTheShippedRBAC(t *testing.T) {
+	admin := newClient(t)
+	applied(t, admin)
+	create(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}})
+
+	asManager := rest.CopyConfig(cfg)
+	asManager.Impersonate = rest.ImpersonationConfig{
+		UserName: managerSA,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:captf-system", "system:authenticated"},
+	}
+	o := setup.DefaultOptions()
+	o.RunnerImage = releaseImage
+	o.LeaderElect = true
+	o.LeaderElectionNamespace = "captf-system"
+	o.DiagnosticsAddress = "0"
+	o.HealthAddr = "0"
+	o.SyncPeriod = 2 * time.Second
+	o.SkipControllerNameValidation = true
+	logs := &lockedBuffer{}
+	o.Logger = zap.New(zap.WriteTo(logs))
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := setup.New(ctx, asManager, o)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+		logs.close()
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+
+	create(t, admin,
+		&infrav1.TerraformClusterIdentity{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac-check"},
+			Spec:       infrav1.TerraformClusterIdentitySpec{SecretRef: infrav1.SecretReference{Name: "creds", Namespace: "tenant"}},
+		},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "tenant"}, Data: map[string][]byte{"k": []byte("v")}},
+	)
+	tmt := &infrav1.TerraformMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "rbac-check"}}
+	tmt.Spec.Template.Spec.Source.Image = "127.0.0.1:1/none:v1"
+	tmt.Spec.Template.Spec.Jobs = &infrav1.JobPolicy{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}}
+	create(t, admin, tmt)
+
+	eventually(t, "the identity Ready True, read and written as the manager", func() (bool, string) {
+		id := &infrav1.TerraformClusterIdentity{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: "rbac-check"}, id); err != nil {
+			return false, err.Error()
+		}
+		r := meta.FindStatusCondition(id.Status.Conditions, infrav1.ReadyCondition)
+		return r != nil && r.Status == metav1.ConditionTrue, fmt.Sprint(r)
+	})
+	eventually(t, "the template's CapacityResolved written as the manager", func() (bool, string) {
+		got := &infrav1.TerraformMachineTemplate{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(tmt), got); err != nil {
+			return false, err.Error()
+		}
+		r := meta.FindStatusCondition(got.Status.Conditions, infrav1.CapacityResolvedCondition)
+		return r != nil && r.Reason == infrav1.ImageInspectFailedReason, fmt.Sprint(r)
+	})
+	eventually(t, "the leader Lease held", func() (bool, string) {
+		l := &unstructured.Unstructured{}
+		l.SetAPIVersion("coordination.k8s.io/v1")
+		l.SetKind("Lease")
+		err := admin.Get(ctx, client.ObjectKey{Namespace: "captf-system", Name: setup.LeaderElectionID}, l)
+		return err == nil, fmt.Sprint(err)
+	})
+	if s := logs.String(); strings.Contains(s, "is forbidden") {
+		t.Errorf("the manager was refused something with the shipped RBAC:\n%s", forbiddenLines(s))
+	}
+}
+
+func forbiddenLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "is forbidden") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+}
+
+func eventually(t *testing.T, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, detail := f()
+		if ok {
+			return
+		}
+		last = detail
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+}
+
+// The shipped files are the ones kustomize reads: nothing under config/
+// but YAML, this test and doc.go.
+func TestConfigHoldsOnlyManifests(t *testing.T) {
+	err := filepath.WalkDir(filepath.Join(root, "config"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch filepath.Ext(p) {
+		case ".yaml", ".go":
+			return nil
+		}
+		t.Errorf("unexpected file %s", p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
