@@ -238,8 +238,8 @@ func TestReleaseManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	var md struct {
-		APIVersion     string `json:"apiVersion"`
-		Kind           string `json:"kind"`
+		APIVersion    string `json:"apiVersion"`
+		Kind          string `json:"kind"`
 		ReleaseSeries []struct {
 			Major, Minor int
 			Contract     string
