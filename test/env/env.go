@@ -205,6 +205,10 @@ func ForTest(t testing.TB, opts Options) *Env {
 		t.Fatalf("failed to start the local environment: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() && e.ownDir {
+			e.opts.KeepDir = true
+			t.Logf("local environment kept for inspection in %s (logs under controlplane/logs and kubelet/pods)", e.Dir)
+		}
 		if err := e.Stop(); err != nil {
 			t.Errorf("failed to stop the local environment: %v", err)
 		}
@@ -292,6 +296,9 @@ func (e *Env) RSS() (total int64, perProcess map[string]int64, err error) {
 	pids := append([]int{os.Getpid()}, e.Pids()...)
 	for _, pid := range pids {
 		name, rss, err := procRSS(pid)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // exited meanwhile
+		}
 		if err != nil {
 			return 0, nil, err
 		}

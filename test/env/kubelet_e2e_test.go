@@ -54,6 +54,7 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 			"--expect-file=/etc/files/sub/b.txt=B", // Secret volume item
 			"--expect-file=/var/run/secrets/kubernetes.io/serviceaccount/namespace=jobs",
 			"--write=/work/out=1",
+			"--stat=/etc/files/sub/b.txt", "--stat=/etc/files", "--stat=/work",
 			"--api-get=200=/api/v1/namespaces/jobs/configmaps", // allowed by the Role
 			"--api-get=403=/api/v1/namespaces/jobs/secrets",    // not allowed
 			"--message=ok-done",
@@ -85,6 +86,8 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 			"uid=65532 gid=65532 groups=[65532] wd=/captf hostname=" + pod.Name,
 			"GET /api/v1/namespaces/jobs/configmaps -> 200 ok",
 			"GET /api/v1/namespaces/jobs/secrets -> 403 ok",
+			"stat /etc/files/sub/b.txt mode=0440 uid=0 gid=65532", // item mode, fsGroup
+			"stat /work mode=0777",                                // emptyDir
 		} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("log lacks %q:\n%s", want, logs)
@@ -167,6 +170,37 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 		}
 		if logs, _ := e.Logs(ns, "deadline", "main"); !strings.Contains(logs, "received SIGTERM") {
 			t.Errorf("the process did not get SIGTERM; log:\n%s", logs)
+		}
+	})
+
+	t.Run("a process that ignores SIGTERM is killed after the grace period", func(t *testing.T) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "stubborn", Namespace: ns},
+			Spec: corev1.PodSpec{
+				RestartPolicy:                 corev1.RestartPolicyNever,
+				ActiveDeadlineSeconds:         ptr.To[int64](1),
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{Name: "main", Image: image,
+					Command: []string{testimage.ProgramPath}, Args: []string{"--wait-sigterm", "--ignore-sigterm"}}},
+			},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got *corev1.Pod
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "stubborn", metav1.GetOptions{})
+			got = p
+			return err == nil && p.Status.Phase == corev1.PodFailed, nil
+		}); err != nil {
+			t.Fatalf("pod did not fail on its deadline: %v", err)
+		}
+		term := got.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || term.ExitCode != 137 || term.Signal != 9 {
+			t.Errorf("terminated state %+v, want SIGKILL (exit 137)", term)
+		}
+		if logs, _ := e.Logs(ns, "stubborn", "main"); !strings.Contains(logs, "ignoring SIGTERM") {
+			t.Errorf("the process did not get SIGTERM first; log:\n%s", logs)
 		}
 	})
 

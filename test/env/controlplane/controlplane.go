@@ -46,6 +46,8 @@ type Options struct {
 	Controllers []string
 	// APIServerArgs are extra kube-apiserver flags (--name=value).
 	APIServerArgs []string
+	// ControllerManagerArgs are extra kube-controller-manager flags.
+	ControllerManagerArgs []string
 }
 
 // ControlPlane is a running control plane.
@@ -185,7 +187,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		if len(controllers) == 0 {
 			controllers = DefaultControllers
 		}
-		cp.ControllerManager, err = StartProcess("kube-controller-manager", kcmBin, []string{
+		kcmArgs := []string{
 			"--kubeconfig=" + kcmKubeconfig,
 			"--controllers=" + strings.Join(controllers, ","),
 			"--leader-elect=false",
@@ -194,7 +196,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--root-ca-file=" + pki.CACert,
 			"--cluster-name=captf-env",
 			"--concurrent-gc-syncs=5",
-		}, logDir)
+		}
+		kcmArgs = append(kcmArgs, opts.ControllerManagerArgs...)
+		if v := os.Getenv("CAPTF_ENV_KCM_V"); v != "" {
+			kcmArgs = append(kcmArgs, "--v="+v)
+		}
+		cp.ControllerManager, err = StartProcess("kube-controller-manager", kcmBin, kcmArgs, logDir)
 		if err != nil {
 			return cp, err
 		}

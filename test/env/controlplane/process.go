@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,7 +50,7 @@ func StartProcessEnv(name, bin string, args []string, logDir string, env []strin
 		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startFromSpawner(cmd); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("failed to start %s: %w", name, err)
 	}
@@ -59,6 +61,36 @@ func StartProcessEnv(name, bin string, args []string, logDir string, env []strin
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Pdeathsig is delivered when the thread that forked the child ends, not
+// the process; and the Go runtime does end threads (those a goroutine locked
+// and left, as the kubelet does for each container). So every long-lived
+// child is forked from one thread that a goroutine holds for the life of the
+// process: the children die with the process, and only with it.
+var (
+	spawnOnce sync.Once
+	spawnReq  chan spawnRequest
+)
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func startFromSpawner(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnReq = make(chan spawnRequest)
+		go func() {
+			runtime.LockOSThread()
+			for r := range spawnReq {
+				r.errc <- r.cmd.Start()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	spawnReq <- spawnRequest{cmd, errc}
+	return <-errc
 }
 
 // Pid returns the process id.

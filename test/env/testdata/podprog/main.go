@@ -22,13 +22,15 @@ func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
-	var expectEnv, expectFile, write, apiGet multi
+	var expectEnv, expectFile, write, apiGet, stat multi
 	exit := flag.Int("exit", 0, "exit code")
 	message := flag.String("message", "", "termination message")
 	messagePath := flag.String("message-path", "/dev/termination-log", "termination message file")
 	waitSigterm := flag.Bool("wait-sigterm", false, "block until SIGTERM")
 	sleep := flag.Duration("sleep", 0, "sleep before exiting")
 	identity := flag.Bool("identity", false, "print uid, gid, groups, working folder and hostname")
+	ignoreSigterm := flag.Bool("ignore-sigterm", false, "with -wait-sigterm: keep running after SIGTERM")
+	flag.Var(&stat, "stat", "PATH whose mode and owner to print")
 	flag.Var(&expectEnv, "expect-env", "NAME=VALUE that must be set")
 	flag.Var(&expectFile, "expect-file", "PATH=CONTENT that must match")
 	flag.Var(&write, "write", "PATH=CONTENT to write")
@@ -44,6 +46,13 @@ func main() {
 		wd, _ := os.Getwd()
 		host, _ := os.Hostname()
 		fmt.Printf("uid=%d gid=%d groups=%v wd=%s hostname=%s\n", os.Getuid(), os.Getgid(), groups, wd, host)
+	}
+	for _, p := range stat {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			fail("stat %s: %v", p, err)
+		}
+		fmt.Printf("stat %s mode=%04o uid=%d gid=%d\n", p, st.Mode&0o7777, st.Uid, st.Gid)
 	}
 	for _, e := range expectEnv {
 		k, v, _ := strings.Cut(e, "=")
@@ -90,6 +99,10 @@ func main() {
 		fmt.Println("waiting for SIGTERM")
 		<-sigs
 		fmt.Println("received SIGTERM")
+		if *ignoreSigterm {
+			fmt.Println("ignoring SIGTERM")
+			select {}
+		}
 		os.Exit(0)
 	}
 	time.Sleep(*sleep)
