@@ -3,13 +3,13 @@ package env_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,8 +56,9 @@ func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *te
 		ObjectMeta: metav1.ObjectMeta{Name: "md", Namespace: capiNS},
 	}))
 
-	// Without CAPI's webhooks, labels and cluster names are set here.
-	labels := map[string]string{clusterv1.ClusterNameLabel: "c1", "pool": "md"}
+	// CAPI's webhooks default the rest (cluster-name labels, rollout
+	// strategy, selectors): only what a user writes is set here.
+	labels := map[string]string{"pool": "md"}
 	cluster := &clusterv1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: capiNS},
 		Spec: clusterv1.ClusterSpec{
@@ -67,7 +68,7 @@ func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *te
 	}
 	must(c.Create(ctx, cluster))
 	must(c.Create(ctx, &controlplanev1.KubeadmControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Name: "c1-cp", Namespace: capiNS, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "c1-cp", Namespace: capiNS},
 		Spec: controlplanev1.KubeadmControlPlaneSpec{
 			Replicas: ptr.To[int32](1),
 			Version:  "v1.33.0",
@@ -80,7 +81,7 @@ func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *te
 	}))
 	must(c.Create(ctx, &clusterv1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "md", Namespace: capiNS, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"},
+			Name: "md", Namespace: capiNS,
 			// The control plane never becomes reachable here, so the
 			// MachineSet must not wait for it to be stable.
 			Annotations: map[string]string{clusterv1.MachineSetSkipPreflightChecksAnnotation: string(clusterv1.MachineSetPreflightCheckAll)},
@@ -88,13 +89,7 @@ func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *te
 		Spec: clusterv1.MachineDeploymentSpec{
 			ClusterName: "c1",
 			Replicas:    ptr.To[int32](1),
-			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
-				Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
-				RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
-					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				},
-			}},
-			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Selector:    metav1.LabelSelector{MatchLabels: labels},
 			Template: clusterv1.MachineTemplateSpec{
 				ObjectMeta: clusterv1.ObjectMeta{Labels: labels},
 				Spec: clusterv1.MachineSpec{
@@ -107,6 +102,27 @@ func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *te
 			},
 		},
 	}))
+
+	// The webhooks ran: defaults were applied and invalid objects refused.
+	md := &clusterv1.MachineDeployment{}
+	must(c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: "md"}, md))
+	if md.Spec.Rollout.Strategy.Type != clusterv1.RollingUpdateMachineDeploymentStrategyType ||
+		md.Labels[clusterv1.ClusterNameLabel] != "c1" || md.Spec.Template.Labels[clusterv1.ClusterNameLabel] != "c1" {
+		t.Fatalf("MachineDeployment not defaulted by the webhook: strategy %q, labels %v, template labels %v",
+			md.Spec.Rollout.Strategy.Type, md.Labels, md.Spec.Template.Labels)
+	}
+	even := &controlplanev1.KubeadmControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Name: "even", Namespace: capiNS},
+		Spec: controlplanev1.KubeadmControlPlaneSpec{
+			Replicas: ptr.To[int32](2), Version: "v1.33.0",
+			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: placeholderGroup, Kind: "PlaceholderMachineTemplate", Name: "cp"},
+			}},
+		},
+	}
+	if err := c.Create(ctx, even); err == nil || !strings.Contains(err.Error(), "admission webhook") {
+		t.Fatalf("a KubeadmControlPlane with an even replica count was not refused by the webhook: %v", err)
+	}
 
 	eventually := func(what string, cond func() (bool, error)) {
 		t.Helper()

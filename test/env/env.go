@@ -34,8 +34,13 @@ type Options struct {
 	// Kubelet.
 	ControllerManager bool
 	// CAPI runs Cluster API's core, kubeadm bootstrap and kubeadm
-	// control-plane controllers in-process, with their CRDs.
+	// control-plane controllers in-process, with their CRDs and their
+	// admission webhooks (served on 127.0.0.1 with a generated CA).
 	CAPI bool
+	// NoCAPIWebhooks leaves Cluster API's admission webhooks out: nothing
+	// is then defaulted or validated beyond the CRD schemas (see package
+	// test/env/capi for what callers must then set).
+	NoCAPIWebhooks bool
 	// Kubelet runs the process kubelet (registers Node captf-env and runs
 	// the pods scheduled to it). Requires root.
 	Kubelet bool
@@ -145,7 +150,9 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.CAPI, capiErr = capi.Start(ctx, capi.Options{Config: e.Config, Logger: opts.Logger})
+			e.CAPI, capiErr = capi.Start(ctx, capi.Options{
+				Config: e.Config, Logger: opts.Logger, NoWebhooks: opts.NoCAPIWebhooks, Dir: filepath.Join(e.Dir, "capi"),
+			})
 		}()
 	}
 	if opts.Kubelet {

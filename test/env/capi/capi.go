@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,9 +29,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	bootstrapsetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -51,6 +62,26 @@ import (
 // Module is the Cluster API Go module whose controllers and CRDs run.
 const Module = "sigs.k8s.io/cluster-api"
 
+// ModuleDir returns the folder of the pinned Cluster API module in the Go
+// module cache.
+func ModuleDir() (string, error) {
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("failed to locate the %s module: %w", Module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("the %s module is not downloaded (run go mod download)", Module)
+	}
+	return dir, nil
+}
+
 // CRDSet is a folder of CRDs with the labels the provider's kustomization
 // adds to them (the Cluster API contract labels).
 type CRDSet struct {
@@ -61,19 +92,9 @@ type CRDSet struct {
 // CRDs returns the CRD folders of the pinned Cluster API module (core,
 // kubeadm bootstrap, kubeadm control plane) with their contract labels.
 func CRDs() ([]CRDSet, error) {
-	root, err := tools.RepoRoot()
+	dir, err := ModuleDir()
 	if err != nil {
 		return nil, err
-	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("failed to locate the %s module: %w", Module, err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return nil, fmt.Errorf("the %s module is not downloaded (run go mod download)", Module)
 	}
 	contract := map[string]string{"cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2"}
 	return []CRDSet{
@@ -152,14 +173,25 @@ func InstallCRDSets(cfg *rest.Config, sets ...CRDSet) error {
 	return nil
 }
 
-// Scheme returns a scheme with the Kubernetes and Cluster API types.
+// Scheme returns a scheme with the Kubernetes types and every Cluster API
+// type and version the three providers serve.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = apiextensionsv1.AddToScheme(s)
+	_ = clusterv1beta1.AddToScheme(s)
 	_ = clusterv1.AddToScheme(s)
+	_ = bootstrapv1beta1.AddToScheme(s)
 	_ = bootstrapv1.AddToScheme(s)
+	_ = controlplanev1beta1.AddToScheme(s)
 	_ = controlplanev1.AddToScheme(s)
+	_ = addonsv1beta1.AddToScheme(s)
+	_ = addonsv1.AddToScheme(s)
+	_ = ipamv1alpha1.AddToScheme(s)
+	_ = ipamv1beta1.AddToScheme(s)
+	_ = ipamv1.AddToScheme(s)
+	_ = runtimev1alpha1.AddToScheme(s)
+	_ = runtimev1.AddToScheme(s)
 	return s
 }
 
@@ -173,12 +205,20 @@ type Options struct {
 	Logger logr.Logger
 	// SkipCRDs leaves CRD installation to the caller.
 	SkipCRDs bool
+	// NoWebhooks runs the controllers without Cluster API's admission
+	// webhooks (then nothing is defaulted or validated beyond the CRD
+	// schemas).
+	NoWebhooks bool
+	// Dir holds the webhook serving certificates (default: a temporary
+	// folder removed by Stop).
+	Dir string
 }
 
 // CAPI is the running set of Cluster API managers.
 type CAPI struct {
-	cancel context.CancelFunc
-	done   []chan error
+	cancel   context.CancelFunc
+	done     []chan error
+	cleanups []func()
 }
 
 // Start installs the CRDs and starts the core, kubeadm bootstrap and kubeadm
@@ -201,10 +241,28 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &CAPI{cancel: cancel}
+	modDir := ""
+	if !opts.NoWebhooks {
+		var err error
+		if modDir, err = ModuleDir(); err != nil {
+			cancel()
+			return nil, err
+		}
+		if opts.Dir == "" {
+			if opts.Dir, err = os.MkdirTemp("", "captf-env-capi-"); err != nil {
+				cancel()
+				return nil, fmt.Errorf("capi: failed to create folder: %w", err)
+			}
+			dir := opts.Dir
+			c.cleanups = append(c.cleanups, func() { _ = os.RemoveAll(dir) })
+		}
+	}
 	type provider struct {
-		name  string
-		cache func(*runtime.Scheme) ctrl.Options
-		setup func(context.Context, ctrl.Manager) error
+		name     string
+		cache    func(*runtime.Scheme) ctrl.Options
+		setup    func(context.Context, ctrl.Manager) (clustercache.ClusterCache, error)
+		webhooks func(ctrl.Manager, clustercache.ClusterCache) error
+		manifest string // webhook manifests, relative to the module
 	}
 	sync := 10 * time.Minute
 	// Informer names must be unique in a process: a second environment in
@@ -216,15 +274,21 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 	providers := []provider{
 		{"capi-core", func(s *runtime.Scheme) ctrl.Options {
 			return ctrl.Options{Cache: coresetup.ManagerCacheOptions(s, "capi-core"+suffix, "", sync), Client: coresetup.ManagerClientOptions()}
-		}, setupCore},
+		}, setupCore, coreWebhooks, "core/config/webhook/manifests.yaml"},
 		{"capi-kubeadm-bootstrap", func(s *runtime.Scheme) ctrl.Options {
 			return ctrl.Options{Cache: bootstrapsetup.ManagerCacheOptions(s, "capi-kubeadm-bootstrap"+suffix, "", sync), Client: bootstrapsetup.ManagerClientOptions()}
-		}, setupBootstrap},
+		}, setupBootstrap, bootstrapWebhooks, "bootstrap/kubeadm/config/webhook/manifests.yaml"},
 		{"capi-kubeadm-control-plane", func(s *runtime.Scheme) ctrl.Options {
 			return ctrl.Options{Cache: controlplanesetup.ManagerCacheOptions(s, "capi-kubeadm-control-plane"+suffix, "", sync), Client: controlplanesetup.ManagerClientOptions()}
-		}, setupControlPlane},
+		}, setupControlPlane, controlPlaneWebhooks, "controlplane/kubeadm/config/webhook/manifests.yaml"},
+	}
+	fail := func(err error) (*CAPI, error) {
+		_ = c.Stop()
+		return nil, err
 	}
 	mgrs := make([]ctrl.Manager, len(providers))
+	ports := make([]int, len(providers))
+	cas := make([][]byte, len(providers))
 	for i, p := range providers {
 		s := Scheme()
 		mo := p.cache(s)
@@ -234,14 +298,29 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		mo.HealthProbeBindAddress = "0"
 		mo.LeaderElection = false
 		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true), CacheSyncTimeout: 2 * time.Minute}
+		if !opts.NoWebhooks {
+			certDir := filepath.Join(opts.Dir, p.name+"-webhook")
+			var err error
+			if cas[i], err = webhookCerts(certDir); err != nil {
+				return fail(err)
+			}
+			if ports[i], err = freePort(); err != nil {
+				return fail(err)
+			}
+			mo.WebhookServer = newWebhookServer(certDir, ports[i])
+		}
 		mgr, err := ctrl.NewManager(opts.Config, mo)
 		if err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("capi: failed to create the %s manager: %w", p.name, err)
+			return fail(fmt.Errorf("capi: failed to create the %s manager: %w", p.name, err))
 		}
-		if err := p.setup(runCtx, mgr); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("capi: failed to set up %s: %w", p.name, err)
+		cc, err := p.setup(runCtx, mgr)
+		if err != nil {
+			return fail(fmt.Errorf("capi: failed to set up %s: %w", p.name, err))
+		}
+		if !opts.NoWebhooks {
+			if err := p.webhooks(mgr, cc); err != nil {
+				return fail(fmt.Errorf("capi: failed to set up the %s webhooks: %w", p.name, err))
+			}
 		}
 		done := make(chan error, 1)
 		c.done = append(c.done, done)
@@ -252,15 +331,34 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 	defer waitCancel()
 	for i, mgr := range mgrs {
 		if !mgr.GetCache().WaitForCacheSync(waitCtx) {
-			c.Stop()
-			return nil, fmt.Errorf("capi: the %s manager's cache did not sync", providers[i].name)
+			return fail(fmt.Errorf("capi: the %s manager's cache did not sync", providers[i].name))
 		}
+		if opts.NoWebhooks {
+			continue
+		}
+		if err := waitWebhookServer(waitCtx, mgr.GetWebhookServer(), providers[i].name); err != nil {
+			return fail(err)
+		}
+		mutating, validating, err := webhookConfigs(filepath.Join(modDir, providers[i].manifest), providers[i].name, ports[i], cas[i])
+		if err != nil {
+			return fail(fmt.Errorf("capi: %w", err))
+		}
+		remove, err := installWebhooks(waitCtx, opts.Config, mutating, validating)
+		if err != nil {
+			return fail(fmt.Errorf("capi: %w", err))
+		}
+		c.cleanups = append(c.cleanups, remove)
 	}
 	return c, nil
 }
 
 // Stop stops the managers and waits for them to finish.
 func (c *CAPI) Stop() error {
+	// Webhook configurations go first: their server is about to stop.
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+	c.cleanups = nil
 	c.cancel()
 	var errs []error
 	for _, d := range c.done {
@@ -289,78 +387,78 @@ func newClusterCache(ctx context.Context, mgr ctrl.Manager, name string, clientO
 	return cc, nil
 }
 
-func setupCore(ctx context.Context, mgr ctrl.Manager) error {
+func setupCore(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
-		return fmt.Errorf("failed to add indexes: %w", err)
+		return nil, fmt.Errorf("failed to add indexes: %w", err)
 	}
 	cc, err := newClusterCache(ctx, mgr, "core",
 		coresetup.ClusterCacheClientOptions("capi-core", 20, 30), coresetup.ClusterCacheCacheOptions())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c, r := mgr.GetClient(), mgr.GetAPIReader()
 	if err := (&cluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc,
 		RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("cluster controller: %w", err)
+		return nil, fmt.Errorf("cluster controller: %w", err)
 	}
 	if err := (&machine.Reconciler{Client: c, APIReader: r, ClusterCache: cc,
 		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("machine controller: %w", err)
+		return nil, fmt.Errorf("machine controller: %w", err)
 	}
 	// All preflight checks, as upstream runs by default; a MachineDeployment
 	// or MachineSet skips them with the
 	// machineset.cluster.x-k8s.io/skip-preflight-checks annotation.
 	checks := sets.New(clusterv1.MachineSetPreflightCheckAll)
 	if err := (&machineset.Reconciler{Client: c, APIReader: r, ClusterCache: cc, PreflightChecks: checks}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("machineset controller: %w", err)
+		return nil, fmt.Errorf("machineset controller: %w", err)
 	}
 	if err := (&machinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("machinedeployment controller: %w", err)
+		return nil, fmt.Errorf("machinedeployment controller: %w", err)
 	}
 	if err := (&machinepool.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("machinepool controller: %w", err)
+		return nil, fmt.Errorf("machinepool controller: %w", err)
 	}
 	if err := (&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("machinehealthcheck controller: %w", err)
+		return nil, fmt.Errorf("machinehealthcheck controller: %w", err)
 	}
-	return nil
+	return cc, nil
 }
 
-func setupBootstrap(ctx context.Context, mgr ctrl.Manager) error {
+func setupBootstrap(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
 	cc, err := newClusterCache(ctx, mgr, "kubeadm bootstrap",
 		bootstrapsetup.ClusterCacheClientOptions("capi-kubeadm-bootstrap", 20, 30), bootstrapsetup.ClusterCacheCacheOptions())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secretClient, err := bootstrapsetup.CreateSecretCachingClient(mgr)
 	if err != nil {
-		return fmt.Errorf("failed to create secret caching client: %w", err)
+		return nil, fmt.Errorf("failed to create secret caching client: %w", err)
 	}
 	if err := (&kubeadmconfig.Reconciler{
 		Client: mgr.GetClient(), SecretCachingClient: secretClient, APIReader: mgr.GetAPIReader(),
 		ClusterCache: cc, TokenTTL: kubeadmconfig.DefaultTokenTTL,
 	}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
-		return fmt.Errorf("kubeadmconfig controller: %w", err)
+		return nil, fmt.Errorf("kubeadmconfig controller: %w", err)
 	}
-	return nil
+	return cc, nil
 }
 
-func setupControlPlane(ctx context.Context, mgr ctrl.Manager) error {
+func setupControlPlane(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
 	cc, err := newClusterCache(ctx, mgr, "kubeadm control plane",
 		controlplanesetup.ClusterCacheClientOptions("capi-kubeadm-control-plane", 20, 30), controlplanesetup.ClusterCacheCacheOptions())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secretClient, err := controlplanesetup.CreateSecretCachingClient(mgr)
 	if err != nil {
-		return fmt.Errorf("failed to create secret caching client: %w", err)
+		return nil, fmt.Errorf("failed to create secret caching client: %w", err)
 	}
 	if err := (&kubeadmcontrolplane.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretClient,
 		ClusterCache: cc, EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
 		EtcdLogger: zap.NewNop(), RemoteConditionsGracePeriod: 5 * time.Minute,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 10, ReconciliationTimeout: 3 * time.Minute}); err != nil {
-		return fmt.Errorf("kubeadmcontrolplane controller: %w", err)
+		return nil, fmt.Errorf("kubeadmcontrolplane controller: %w", err)
 	}
-	return nil
+	return cc, nil
 }
