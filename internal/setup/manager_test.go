@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -40,7 +43,10 @@ var cfg *rest.Config
 func TestMain(m *testing.M) {
 	// The child process of TestCommandLogsEveryFlag and the pure tests need
 	// no API server.
-	if os.Getenv("CAPTF_SETUP_TEST_CHILD") == "1" || !wantsAPIServer() {
+	if os.Getenv(childEnv) == "1" {
+		runChild()
+	}
+	if !wantsAPIServer() {
 		os.Exit(m.Run())
 	}
 	root, err := tools.RepoRoot()
@@ -396,3 +402,76 @@ func serviceAccountToken(t *testing.T, c client.Client, namespace, name string) 
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestManagerCommandAgainstAKubeconfig runs the manager command line as a
+// process would (--kubeconfig, text logs, insecure diagnostics) until
+// SIGTERM, which stops it cleanly.
+func TestManagerCommandAgainstAKubeconfig(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(kubeconfig, cfg); err != nil {
+		t.Fatal(err)
+	}
+	health, diag := freeAddr(t), freeAddr(t)
+	var out lockedBuffer
+	c := child("TestManagerCommandAgainstAKubeconfig", []string{ManagerImageEnv + "=" + image},
+		"--kubeconfig="+kubeconfig, "--health-addr="+health, "--diagnostics-address="+diag,
+		"--insecure-diagnostics", "--webhook-port=0", "--logging-format=json")
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	t.Cleanup(func() { _ = c.Process.Kill() })
+	eventually(t, "/readyz", func() (bool, string) {
+		code, _, err := get("http://"+health+"/readyz", "")
+		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
+	})
+	eventually(t, "/metrics", func() (bool, string) {
+		code, body, err := get("http://"+diag+"/metrics", "")
+		return err == nil && code == http.StatusOK && strings.Contains(body, "captf_build_info"), fmt.Sprint(code, err)
+	})
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the manager did not stop on SIGTERM\n%s", out.String())
+	}
+	log := out.String()
+	for _, want := range []string{`"msg":"Starting the manager"`, `FLAG: --kubeconfig=`, "RESULT: <nil>"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("output lacks %s:\n%s", want, log)
+		}
+	}
+}
+
+func writeKubeconfig(path string, c *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

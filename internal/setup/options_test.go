@@ -2,12 +2,15 @@ package setup
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,20 +181,37 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// childEnv marks a test binary run as the manager command: it runs
+// Command with the newline-separated arguments in childArgsEnv until
+// SIGTERM, prints "RESULT: <error>" and exits 0.
+const (
+	childEnv     = "CAPTF_SETUP_TEST_CHILD"
+	childArgsEnv = "CAPTF_SETUP_TEST_ARGS"
+)
+
+func runChild() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	cmd := Command()
+	cmd.SetArgs(strings.Split(os.Getenv(childArgsEnv), "\n"))
+	err := cmd.ExecuteContext(ctx)
+	fmt.Fprintf(os.Stderr, "RESULT: %v\n", err)
+	os.Exit(0)
+}
+
+// child returns the command running this test binary as the manager.
+func child(testName string, env []string, args ...string) *exec.Cmd {
+	c := exec.Command(os.Args[0], "-test.run=^"+testName+"$")
+	c.Env = append(os.Environ(), childEnv+"=1", childArgsEnv+"="+strings.Join(args, "\n"))
+	c.Env = append(c.Env, env...)
+	return c
+}
+
 // TestCommandLogsEveryFlag: "the manager logs each parsed flag at start
 // (FLAG: --name="value")" and refuses to start on invalid flags. The
 // command runs in a child process, whose stderr is the log.
 func TestCommandLogsEveryFlag(t *testing.T) {
-	if os.Getenv("CAPTF_SETUP_TEST_CHILD") == "1" {
-		cmd := Command()
-		cmd.SetArgs([]string{"--state_backups=3", "--sync-period=2m"})
-		err := cmd.Execute()
-		fmt.Fprintf(os.Stderr, "RESULT: %v\n", err)
-		os.Exit(0)
-	}
-	child := exec.Command(os.Args[0], "-test.run=^TestCommandLogsEveryFlag$")
-	child.Env = append(os.Environ(), "CAPTF_SETUP_TEST_CHILD=1", ManagerImageEnv+"=")
-	b, err := child.CombinedOutput()
+	b, err := child("TestCommandLogsEveryFlag", []string{ManagerImageEnv + "="}, "--state_backups=3", "--sync-period=2m").CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, b)
 	}
