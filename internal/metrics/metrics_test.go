@@ -302,3 +302,18 @@ func BenchmarkSetReady(b *testing.B) {
 		SetReady(tm, "ns", "m1", metav1.ConditionTrue)
 	}
 }
+
+func BenchmarkCountActive1000(b *testing.B) {
+	jobs := make([]batchv1.Job, 1000)
+	for i := range jobs {
+		done := batchv1.JobConditionType("")
+		if i%3 == 0 {
+			done = batchv1.JobComplete
+		}
+		jobs[i] = *job("j", tm, "apply", done)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		CountActive(jobs)
+	}
+}
