@@ -42,6 +42,9 @@ import (
 const (
 	managerSA    = "system:serviceaccount:captf-system:captf-controller-manager"
 	releaseImage = "registry.example/captf/manager:v0.1.0"
+	// devImageName is the manager image config/manager names; a release
+	// replaces it.
+	devImageName = "ghcr.io/captf-io/cluster-api-provider-terraform/manager"
 )
 
 var (
@@ -101,7 +104,7 @@ func renderRelease(t *testing.T, image string) []byte {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "config"))); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(k, "edit", "set", "image", "captf-manager="+image)
+	cmd := exec.Command(k, "edit", "set", "image", devImageName+"="+image)
 	cmd.Dir = filepath.Join(dir, "default")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kustomize edit set image: %v\n%s", err, out)
@@ -226,7 +229,7 @@ func TestReleaseManifests(t *testing.T) {
 	if c.Image != releaseImage || envValue(c, setup.ManagerImageEnv) != releaseImage {
 		t.Errorf("image %q, %s %q; want both %q", c.Image, setup.ManagerImageEnv, envValue(c, setup.ManagerImageEnv), releaseImage)
 	}
-	if bytes.Contains(out, []byte("captf-manager:dev")) {
+	if bytes.Contains(out, []byte(devImageName+":dev")) {
 		t.Errorf("the development image is left in the release manifests")
 	}
 	if bytes.Contains(out, []byte("${")) {
@@ -237,6 +240,7 @@ func TestReleaseManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clusterctlReads(t, out, b)
 	var md struct {
 		APIVersion    string `json:"apiVersion"`
 		Kind          string `json:"kind"`
@@ -255,6 +259,42 @@ func TestReleaseManifests(t *testing.T) {
 		if r.Contract != "v1beta2" {
 			t.Errorf("release series %d.%d has contract %q, want v1beta2", r.Major, r.Minor, r.Contract)
 		}
+	}
+}
+
+// clusterctlReads has clusterctl read the two release files from a local
+// repository, as `clusterctl init --infrastructure terraform` would.
+func clusterctlReads(t *testing.T, components, metadata []byte) {
+	t.Helper()
+	cc, err := tools.Path("clusterctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	release := filepath.Join(dir, "infrastructure-terraform", "v0.1.0")
+	if err := os.MkdirAll(release, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"infrastructure-components.yaml": components, "metadata.yaml": metadata} {
+		if err := os.WriteFile(filepath.Join(release, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "clusterctl.yaml")
+	if err := os.WriteFile(conf, []byte("providers:\n- name: terraform\n  type: InfrastructureProvider\n  url: "+
+		filepath.Join(release, "infrastructure-components.yaml")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cc, "generate", "provider", "--infrastructure", "terraform:v0.1.0", "--config", conf)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("clusterctl generate provider: %v\n%s", err, stderr.String())
+	}
+	if !bytes.Contains(out, []byte("image: "+releaseImage)) {
+		t.Errorf("clusterctl's rendering lost the release image")
 	}
 }
 
