@@ -55,8 +55,9 @@ type Options struct {
 	// Stop waits for it to return.
 	Manager func(ctx context.Context, e *Env) error
 	// ManagerCommand, when set, runs as a process once everything else is
-	// up, with KUBECONFIG set to the admin kubeconfig; Stop sends it
-	// SIGTERM. The first element is the binary.
+	// up (see StartProcess: KUBECONFIG points at the admin kubeconfig, and
+	// CAPTF_ENV_REGISTRY names the registry); Stop sends it SIGTERM. The
+	// first element is the binary.
 	ManagerCommand []string
 
 	// Dir is the data folder; default a new temporary folder that Stop
@@ -89,13 +90,14 @@ type Env struct {
 	CAPI         *capi.CAPI
 	reg          *registry.Registry
 
-	opts       Options
-	ownDir     bool
-	stopOnce   sync.Once
-	stopErr    error
-	mgrCancel  context.CancelFunc
-	mgrDone    chan error
-	mgrProcess *controlplane.Process
+	opts      Options
+	ownDir    bool
+	stopOnce  sync.Once
+	stopErr   error
+	mgrCancel context.CancelFunc
+	mgrDone   chan error
+	procMu    sync.Mutex
+	processes []*controlplane.Process
 }
 
 // Start brings the environment up. On error, whatever was started is
@@ -184,9 +186,7 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		go func() { e.mgrDone <- opts.Manager(mctx, e) }()
 	}
 	if len(opts.ManagerCommand) > 0 {
-		bin := opts.ManagerCommand[0]
-		if e.mgrProcess, err = controlplane.StartProcessEnv("manager", bin, opts.ManagerCommand[1:],
-			filepath.Join(e.Dir, "logs"), []string{"KUBECONFIG=" + e.KubeconfigPath}); err != nil {
+		if _, err := e.StartProcess("manager", opts.ManagerCommand); err != nil {
 			return e, err
 		}
 	}
@@ -228,8 +228,12 @@ func ForTest(t testing.TB, opts Options) *Env {
 func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		var errs []error
-		if e.mgrProcess != nil {
-			errs = append(errs, e.mgrProcess.Stop(30*time.Second))
+		e.procMu.Lock()
+		procs := e.processes
+		e.processes = nil
+		e.procMu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			errs = append(errs, procs[i].Stop(30*time.Second))
 		}
 		if e.mgrCancel != nil {
 			e.mgrCancel()
@@ -259,6 +263,35 @@ func (e *Env) Stop() error {
 	return e.stopErr
 }
 
+// ProcessEnv returns the variables a process run against the environment
+// gets: KUBECONFIG, CAPTF_ENV_REGISTRY (host:port, when there is a
+// registry) and CAPTF_ENV_DIR.
+func (e *Env) ProcessEnv() []string {
+	vars := []string{"KUBECONFIG=" + e.KubeconfigPath, "CAPTF_ENV_DIR=" + e.Dir}
+	if e.Registry != "" {
+		vars = append(vars, "CAPTF_ENV_REGISTRY="+e.Registry)
+	}
+	return vars
+}
+
+// StartProcess runs argv (binary first) as a process against the
+// environment, with ProcessEnv added to its environment and its output in
+// <Dir>/logs/<name>.log; Stop sends it SIGTERM (SIGKILL after 30 s) before
+// stopping anything else.
+func (e *Env) StartProcess(name string, argv []string) (*controlplane.Process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("env: StartProcess needs a command")
+	}
+	p, err := controlplane.StartProcessEnv(name, argv[0], argv[1:], filepath.Join(e.Dir, "logs"), e.ProcessEnv())
+	if err != nil {
+		return nil, err
+	}
+	e.procMu.Lock()
+	e.processes = append(e.processes, p)
+	e.procMu.Unlock()
+	return p, nil
+}
+
 // PushImage pushes img to the loopback registry under repo (with a tag,
 // e.g. "captf/noop-cluster:dev") and returns <registry>/<repo>@sha256:….
 func (e *Env) PushImage(ctx context.Context, repo string, img v1.Image) (string, error) {
@@ -286,9 +319,11 @@ func (e *Env) Pids() []int {
 	if e.ControlPlane != nil {
 		pids = append(pids, e.ControlPlane.Pids()...)
 	}
-	if e.mgrProcess != nil {
-		pids = append(pids, e.mgrProcess.Pid())
+	e.procMu.Lock()
+	for _, p := range e.processes {
+		pids = append(pids, p.Pid())
 	}
+	e.procMu.Unlock()
 	if e.Kubelet != nil {
 		pids = append(pids, e.Kubelet.Pids()...)
 	}

@@ -3,7 +3,8 @@
 // controllers, a loopback OCI registry, the process kubelet and, when asked,
 // the CAPTF manager. Missing third-party binaries are built first (once per
 // machine). It prints the kubeconfig path and stops everything on SIGINT or
-// SIGTERM. It must run as root (the kubelet uses mount namespaces and
+// SIGTERM. Setup commands (-setup, e.g. pushing images to the registry) run
+// once it is up, then the manager (-manager). It must run as root (the kubelet uses mount namespaces and
 // chroot).
 //
 //	go run ./test/env/cmd/captf-env [flags]
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -32,7 +34,7 @@ func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
-	var crds, managerArgs list
+	var crds, managerArgs, setups list
 	dir := flag.String("dir", "", "data folder (default: a new temporary folder, removed on exit unless -keep)")
 	keep := flag.Bool("keep", false, "keep the data folder on exit")
 	noCAPI := flag.Bool("no-capi", false, "do not run Cluster API's controllers")
@@ -42,6 +44,9 @@ func main() {
 	verbose := flag.Bool("v", false, "log the in-process components (Cluster API, kubelet) to stderr")
 	flag.Var(&crds, "crds", "extra CRD file or folder to install, e.g. config/crd/bases (repeatable)")
 	flag.Var(&managerArgs, "manager-arg", "argument for the -manager binary (repeatable)")
+	flag.Var(&setups, "setup", "shell command run once the environment is up and before -manager, e.g. to push images (repeatable; "+
+		"it gets KUBECONFIG, CAPTF_ENV_REGISTRY and CAPTF_ENV_DIR; a failure stops the environment)")
+	envFile := flag.String("env-file", "", "write KUBECONFIG, CAPTF_ENV_REGISTRY and CAPTF_ENV_DIR (NAME=value lines) to this file once ready")
 	flag.Parse()
 
 	logger := logr.Discard()
@@ -60,9 +65,6 @@ func main() {
 		KeepDir:           *keep,
 		Logger:            logger,
 	}
-	if *manager != "" {
-		opts.ManagerCommand = append([]string{*manager}, managerArgs...)
-	}
 	if opts.Kubelet && os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "captf-env: the process kubelet needs root (or pass -no-kubelet)")
 		os.Exit(2)
@@ -76,6 +78,32 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "captf-env: %v\n", err)
 		os.Exit(1)
+	}
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "captf-env: "+format+"\n", args...)
+		_ = e.Stop()
+		os.Exit(1)
+	}
+	for _, script := range setups {
+		fmt.Fprintf(os.Stderr, "captf-env: running %s\n", script)
+		cmd := exec.CommandContext(ctx, "bash", "-c", script)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), e.ProcessEnv()...)
+		if err := cmd.Run(); err != nil {
+			fail("setup %q failed: %v", script, err)
+		}
+	}
+	if *manager != "" {
+		p, err := e.StartProcess("manager", append([]string{*manager}, managerArgs...))
+		if err != nil {
+			fail("%v", err)
+		}
+		fmt.Printf("manager:    pid %d, log %s\n", p.Pid(), p.LogPath)
+	}
+	if *envFile != "" {
+		if err := os.WriteFile(*envFile, []byte(strings.Join(e.ProcessEnv(), "\n")+"\n"), 0o644); err != nil {
+			fail("failed to write %s: %v", *envFile, err)
+		}
 	}
 	fmt.Printf("captf-env: ready in %s\n", time.Since(start).Round(100*time.Millisecond))
 	fmt.Printf("kubeconfig: %s\n", e.KubeconfigPath)
