@@ -204,6 +204,46 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 		}
 	})
 
+	t.Run("a missing image leaves the container waiting in ErrImagePull, then ImagePullBackOff", func(t *testing.T) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "noimage", Namespace: ns},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: e.ImageRef("captf/missing:v1"),
+					Command: []string{testimage.ProgramPath}}},
+			},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "noimage", metav1.GetOptions{})
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return false, err
+			}
+			if w := p.Status.ContainerStatuses[0].State.Waiting; w != nil {
+				seen[w.Reason] = true
+			}
+			if p.Status.Phase != corev1.PodPending {
+				return false, fmt.Errorf("pod phase %s while its image is missing", p.Status.Phase)
+			}
+			return seen["ErrImagePull"] && seen["ImagePullBackOff"], nil
+		}); err != nil {
+			t.Fatalf("waiting reasons seen %v: %v", seen, err)
+		}
+		// Deleting it while it waits removes it.
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, "noimage", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().Pods(ns).Get(ctx, "noimage", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			t.Fatalf("a deleted waiting pod was not removed: %v", err)
+		}
+	})
+
 	t.Run("pods bound to another node are left alone", func(t *testing.T) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
