@@ -281,7 +281,7 @@ func mib(m map[string]int64) map[string]string {
 	return out
 }
 
-func setupNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+func setupNamespace(ctx context.Context, t testing.TB, cs kubernetes.Interface) {
 	t.Helper()
 	objs := []func() error{
 		func() error {
@@ -419,4 +419,46 @@ func jobPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, job stri
 		t.Fatalf("Job %s has %d pods, want 1", job, len(pods.Items))
 	}
 	return &pods.Items[0]
+}
+
+// BenchmarkJobRunsToComplete measures one Job from creation to Complete on
+// a running environment (image already pulled): Job controller, binding,
+// volumes, token request, init and main containers, status.
+func BenchmarkJobRunsToComplete(b *testing.B) {
+	e, err := env.Start(context.Background(), env.Options{Logger: testLogger, Kubelet: true, Registry: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = e.Stop() }()
+	ctx := context.Background()
+	img, err := testimage.Image()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.PushImage(ctx, "captf/podprog:bench", img); err != nil {
+		b.Fatal(err)
+	}
+	setupNamespace(ctx, b, e.Clientset)
+	i := 0
+	for b.Loop() {
+		i++
+		name := fmt.Sprintf("bench-%d", i)
+		if _, err := e.Clientset.BatchV1().Jobs(ns).Create(ctx, podprogJob(name, e.ImageRef("captf/podprog:bench"), []string{"--message=ok"}), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			j, err := e.Clientset.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range j.Status.Conditions {
+				if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		}); err != nil {
+			b.Fatalf("Job %s did not complete: %v", name, err)
+		}
+	}
 }
