@@ -1,13 +1,30 @@
 // Package env is CAPTF's local environment: a real control plane (etcd,
 // kube-apiserver, kube-controller-manager) on 127.0.0.1, Cluster API's
-// controllers, a loopback OCI registry and a process kubelet, on one machine
-// with no cloud, kind or Docker. End-to-end tests start it with Start (or
-// ForTest); `make dev` runs it through test/env/cmd/captf-env.
+// controllers and admission webhooks, a loopback OCI registry and a process
+// kubelet, on one machine with no cloud, kind or Docker.
+//
+// Tests start it with Start, or ForTest which stops it at the end of the
+// test (and keeps its folder, with every log, when the test failed):
+//
+//	e := env.ForTest(t, env.Options{CAPI: true, Kubelet: true, Registry: true,
+//		CRDPaths: []string{"config/crd/bases"}})
+//	ref, _ := e.PushImage(ctx, "captf/noop-cluster:dev", img) // <registry>/captf/noop-cluster@sha256:…
+//	// e.Config / e.KubeconfigPath: admin (system:masters) access
+//	// e.Client (Kubernetes + Cluster API types), e.Clientset
+//	// e.Logs(ns, pod, container): what a container wrote
 //
 // Lighter modes serve tests that only need an API server: the zero Options
-// start etcd and kube-apiserver alone (about 5 s); ControllerManager adds the
-// Job, garbage-collector, namespace and ServiceAccount controllers.
+// start etcd and kube-apiserver alone (about 3 s warm); ControllerManager
+// adds the Job, garbage-collector, namespace, ServiceAccount, token and root
+// CA controllers (about 4 s). The full environment starts in 6-10 s.
 //
-// Cluster API runs without its webhooks: see package test/env/capi for the
-// fields callers must set themselves.
+// The CAPTF manager plugs in through Options.Manager (a function run
+// in-process once everything is up) or Options.ManagerCommand (a binary run
+// with KUBECONFIG and CAPTF_ENV_REGISTRY set).
+//
+// `make dev` runs the same environment through test/env/cmd/captf-env.
+//
+// What the process kubelet does and does not do is described in package
+// test/env/kubelet; what differs in Cluster API from a management cluster,
+// in package test/env/capi.
 package env
