@@ -16,4 +16,12 @@
 // files (Kubelet.Logs).
 //
 // Running as root on Linux is required (mount namespaces, chroot, overlay).
+//
+// Not done, on purpose: no network isolation (pods share the host's network
+// and reach the API server at 127.0.0.1), no resource limits, capabilities
+// or seccomp, no probes, no image pull secrets (anonymous pulls; the loopback
+// registry needs none), no PersistentVolumeClaim or CSI volumes, no token
+// refresh (tokens are requested once per pod; the API server's default
+// extension keeps them valid for a year), no heartbeats (the Node stays
+// Ready), and pods are not adopted by a restarted kubelet.
 package kubelet
