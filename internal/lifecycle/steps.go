@@ -35,55 +35,27 @@ func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note st
 
 // credentials resolves the identity, keeps the credential mirror and the
 // runner RBAC in place, and sets IdentityAllowed, CredentialsMirrored and
-// RunnerRBACReady.
+// RunnerRBACReady (internal/identity owns the rules).
 func (f *Flow) credentials(ctx context.Context, p *Pass) error {
-	prev := condition(p, infrav1.IdentityAllowedCondition)
-	var prevCopy *metav1.Condition
-	if prev != nil {
-		c := *prev
-		prevCopy = &c
+	var prev *metav1.Condition
+	if c := condition(p, infrav1.IdentityAllowedCondition); c != nil {
+		cp := *c
+		prev = &cp
 	}
-	access, err := identity.CheckAccess(ctx, f.Client, f.APIReader, p.Obj, p.TerraformCluster)
-	setCondition(p, infrav1.IdentityAllowedCondition, access.Condition.Status, access.Condition.Reason, access.Condition.Message)
-	for _, e := range identity.AccessEvents(prevCopy, access.Condition) {
+	creds, err := identity.Reconcile(ctx, f.Client, f.APIReader, p.Obj)
+	for _, c := range creds.Conditions() {
+		setCondition(p, c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, e := range creds.Events(prev) {
 		f.event(p, nil, e.Type, e.Reason, e.Message)
 	}
-	if err != nil {
-		p.CredentialsWait = access.Condition.Reason
-		return fmt.Errorf("failed to check the identity: %w", err)
-	}
-	p.Identity = access.Name
-
-	mirror, err := identity.SyncMirror(ctx, f.Client, f.APIReader, access, p.Obj)
-	setCondition(p, infrav1.CredentialsMirroredCondition, mirror.Condition.Status, mirror.Condition.Reason, mirror.Condition.Message)
-	for _, e := range mirror.Events() {
-		f.event(p, nil, e.Type, e.Reason, e.Message)
+	p.Identity = creds.Access.Name
+	p.CredentialsWait = creds.WaitReason()
+	if !creds.Access.Allowed() && creds.Access.Condition.Status == metav1ConditionFalse {
+		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, creds.Access.Condition.Message)
 	}
 	if err != nil {
-		return fmt.Errorf("failed to mirror the credentials: %w", err)
-	}
-
-	w, err := identity.ListWorkloads(ctx, f.Client, p.Obj.GetNamespace())
-	if err != nil {
-		return fmt.Errorf("failed to list the namespace's workloads: %w", err)
-	}
-	sa := identity.ServiceAccountFor(p.Obj, p.TerraformCluster)
-	rbac, err := identity.EnsureRunnerRBAC(ctx, f.Client, f.APIReader, p.Obj.GetNamespace(), sa, identity.RunnerServiceAccounts(w))
-	setCondition(p, infrav1.RunnerRBACReadyCondition, rbac.Condition.Status, rbac.Condition.Reason, rbac.Condition.Message)
-	if err != nil {
-		return fmt.Errorf("failed to ensure the runner RBAC: %w", err)
-	}
-
-	switch {
-	case !access.Allowed():
-		p.CredentialsWait = access.Condition.Reason
-	case !mirror.Ready():
-		p.CredentialsWait = mirror.Condition.Reason
-	case !rbac.Ready():
-		p.CredentialsWait = rbac.Condition.Reason
-	}
-	if p.CredentialsWait != "" && !access.Allowed() {
-		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, access.Condition.Message)
+		return fmt.Errorf("failed the credentials step: %w", err)
 	}
 	return nil
 }
