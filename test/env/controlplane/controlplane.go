@@ -69,7 +69,36 @@ type ControlPlane struct {
 // ready (and, with the controller manager, until the default namespace has
 // its ServiceAccount and root CA ConfigMap). On error everything started is
 // stopped.
-func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	// Ports are picked free but bound only by the child: another process
+	// may take one in between. Such a start is retried on fresh ports.
+	for attempt := 1; ; attempt++ {
+		cp, err := start(ctx, opts)
+		if err == nil || attempt == 3 || !errors.Is(err, errPortTaken) {
+			return cp, err
+		}
+		if rerr := os.RemoveAll(filepath.Join(opts.Dir, "etcd")); rerr != nil {
+			return nil, fmt.Errorf("failed to clear etcd data before retrying: %w", rerr)
+		}
+	}
+}
+
+var errPortTaken = errors.New("a port was taken by another process")
+
+// pickPort chooses the ports of a start (replaced in tests).
+var pickPort = FreePort
+
+// portError marks a process's early exit as a port race when its log says
+// so.
+func portError(p *Process) error {
+	err := p.ExitError()
+	if strings.Contains(p.LogTail(20), "address already in use") {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return err
+}
+
+func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("controlplane: Options.Dir is required")
 	}
@@ -103,7 +132,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = FreePort(); err != nil {
+		if ports[i], err = pickPort(); err != nil {
 			return cp, err
 		}
 	}
@@ -267,9 +296,9 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		last = res.Error()
 		select {
 		case <-cp.Etcd.Exited():
-			return cp.Etcd.ExitError()
+			return portError(cp.Etcd)
 		case <-cp.APIServer.Exited():
-			return cp.APIServer.ExitError()
+			return portError(cp.APIServer)
 		case <-ctx.Done():
 			return fmt.Errorf("kube-apiserver not ready (%v); last log lines:\n%s", last, cp.APIServer.LogTail(20))
 		case <-time.After(100 * time.Millisecond):

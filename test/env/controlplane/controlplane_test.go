@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -50,5 +51,33 @@ func TestStart_APIServerOnlyServesWithAdminKubeconfig(t *testing.T) {
 	}
 	if _, err := acs.CoreV1().Secrets("n1").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("request without credentials was allowed")
+	}
+}
+
+func TestStart_RetriesWhenAPortIsTakenMeanwhile(t *testing.T) {
+	// The first API server port handed out is held by someone else.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	calls := 0
+	pickPort = func() (int, error) {
+		calls++
+		if calls == 3 { // etcd client, etcd peer, then the API server
+			return taken.Addr().(*net.TCPAddr).Port, nil
+		}
+		return FreePort()
+	}
+	defer func() { pickPort = FreePort }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	if cp.Port == taken.Addr().(*net.TCPAddr).Port || calls < 6 {
+		t.Fatalf("start was not retried on fresh ports (port %d, %d ports picked)", cp.Port, calls)
 	}
 }
