@@ -40,6 +40,7 @@ generate: ## Regenerate deepcopy, CRDs and RBAC from the API types and markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=captf-manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+	go run ./hack/docsgen
 
 .PHONY: manifests
 manifests: generate ## Render the CRDs with their contract labels (kustomize).
@@ -74,3 +75,28 @@ test: tools ## Run every test, end-to-end included.
 .PHONY: build
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build -o bin/ ./cmd/...
+
+TAG ?= dev
+NOOP_IMAGES_DIR ?= _out/images
+
+.PHONY: noop-images
+noop-images: ## Build the no-op module images into OCI layouts in $(NOOP_IMAGES_DIR) (REGISTRY=host/path also pushes them).
+	go run ./hack/noop-images --layout-dir $(NOOP_IMAGES_DIR) --tag $(TAG) $(if $(REGISTRY),--registry $(REGISTRY))
+
+MANAGER_IMAGE_NAME ?= ghcr.io/captf-io/cluster-api-provider-terraform/manager
+RELEASE_TAG ?= dev
+RELEASE_IMAGE ?= $(MANAGER_IMAGE_NAME):$(RELEASE_TAG)
+RELEASE_DIR ?= _out/release
+
+.PHONY: manager-image
+manager-image: ## Build the manager image (/manager and a static /runner); REGISTRY=host/path pushes it, else an OCI layout in _out/images.
+	go run ./hack/manager-image $(if $(REGISTRY),--registry $(REGISTRY),--layout-dir _out/images) --tag $(RELEASE_TAG)
+
+.PHONY: manifests-release
+manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMAGE)) and metadata.yaml into $(RELEASE_DIR).
+	rm -rf $(RELEASE_DIR)/kustomize && mkdir -p $(RELEASE_DIR)/kustomize
+	cp -R config/. $(RELEASE_DIR)/kustomize/
+	cd $(RELEASE_DIR)/kustomize/default && $(KUSTOMIZE) edit set image $(MANAGER_IMAGE_NAME)=$(RELEASE_IMAGE)
+	$(KUSTOMIZE) build $(RELEASE_DIR)/kustomize/default > $(RELEASE_DIR)/infrastructure-components.yaml
+	cp config/metadata.yaml $(RELEASE_DIR)/metadata.yaml
+	rm -rf $(RELEASE_DIR)/kustomize

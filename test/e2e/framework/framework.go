@@ -1,0 +1,223 @@
+// Package framework is what CAPTF's end-to-end scenarios and the Quick Start
+// share: building and pushing the runner and no-op module images to the
+// local environment's registry, rendering the shipped clusterctl templates,
+// installing the runner's ClusterRole, and running the real manager
+// (internal/setup) in-process against the environment.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+// Images are the references of the images a scenario runs.
+type Images struct {
+	Runner, Cluster, Machine, MachinePool string
+}
+
+// Module returns the no-op image of a role.
+func (i Images) Module(role contract.Role) string {
+	switch role {
+	case contract.RoleCluster:
+		return i.Cluster
+	case contract.RoleMachine:
+		return i.Machine
+	}
+	return i.MachinePool
+}
+
+// BuildRunner builds the static runner binary into dir.
+func BuildRunner(root, dir string) (string, error) {
+	out := filepath.Join(dir, "runner")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/runner")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/runner: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// PushImages builds the runner image (the static /runner the Jobs' init
+// container copies) and the three no-op module images with the pinned
+// OpenTofu, and pushes them to the environment's registry.
+func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) (Images, error) {
+	tofu, err := tools.Path("tofu")
+	if err != nil {
+		return Images{}, err
+	}
+	platform := v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
+	runnerImg, err := imagebuild.Build(imagebuild.Spec{Platform: platform, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
+		{Path: "/runner", Mode: 0o755, Source: runnerBin},
+	}}}})
+	if err != nil {
+		return Images{}, fmt.Errorf("build the runner image: %w", err)
+	}
+	var out Images
+	if out.Runner, err = e.PushImage(ctx, "captf/runner:dev", runnerImg); err != nil {
+		return Images{}, err
+	}
+	for role, ref := range map[contract.Role]*string{
+		contract.RoleCluster: &out.Cluster, contract.RoleMachine: &out.Machine, contract.RoleMachinePool: &out.MachinePool,
+	} {
+		img, err := imagebuild.ModuleImage{
+			Role: role, ModuleDir: filepath.Join(root, "modules", "noop", string(role)),
+			Runtime: tofu, RuntimeName: imagebuild.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
+			Platform: platform,
+		}.Build()
+		if err != nil {
+			return Images{}, fmt.Errorf("build the %s image: %w", role, err)
+		}
+		repo := "captf/noop-" + string(role) + ":v0.1.0-opentofu"
+		if _, err := e.PushImage(ctx, repo, img); err != nil {
+			return Images{}, err
+		}
+		// By tag: the tag is the module version.
+		*ref = e.ImageRef(repo)
+	}
+	return out, nil
+}
+
+// RenderedCRDs renders config/crd (the CRDs with their Cluster API contract
+// labels) with kustomize into a file under dir.
+func RenderedCRDs(root, dir string) (string, error) {
+	k, err := tools.Path("kustomize")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(k, "build", filepath.Join(root, "config", "crd")).Output()
+	if err != nil {
+		return "", fmt.Errorf("kustomize build config/crd: %w", err)
+	}
+	f := filepath.Join(dir, "captf-crds.yaml")
+	return f, os.WriteFile(f, out, 0o600)
+}
+
+// Template renders a shipped clusterctl template (templates/<name>) with
+// vars, as clusterctl generate would.
+func Template(root, name string, vars map[string]string) ([]*unstructured.Unstructured, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "templates", name))
+	if err != nil {
+		return nil, err
+	}
+	out, err := yamlprocessor.NewSimpleProcessor().Process(raw, func(k string) (string, error) {
+		if v, ok := vars[k]; ok {
+			return v, nil
+		}
+		return "", errors.New("not set")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", name, err)
+	}
+	return Decode(out)
+}
+
+// Decode reads every object of a multi-document YAML.
+func Decode(b []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// Apply creates each object, leaving alone those that exist.
+func Apply(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// RunnerClusterRole installs the static captf-runner ClusterRole from
+// config/rbac, as the provider's manifests do.
+func RunnerClusterRole(ctx context.Context, root string, c client.Client) error {
+	b, err := os.ReadFile(filepath.Join(root, "config", "rbac", "runner_role.yaml"))
+	if err != nil {
+		return err
+	}
+	objs, err := Decode(b)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := Apply(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ManagerOptions are the manager settings a scenario runs with: the flag
+// defaults, no servers, the pushed runner image.
+func ManagerOptions(runnerImage string) setup.Options {
+	o := setup.DefaultOptions()
+	o.RunnerImage = runnerImage
+	o.DiagnosticsAddress = "0"
+	o.HealthAddr = "0"
+	o.SkipControllerNameValidation = true
+	o.InsecureRegistries = true
+	return o
+}
+
+// RunManager runs CAPTF's manager (internal/setup) until ctx ends.
+func RunManager(ctx context.Context, e *env.Env, o setup.Options) error {
+	mgr, err := setup.New(ctx, e.Config, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// WaitFor polls cond every interval until it holds, ctx ends or timeout
+// passes; it returns the last detail cond gave.
+func WaitFor(ctx context.Context, timeout time.Duration, cond func() (bool, string)) (string, bool) {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, detail := cond()
+		if ok {
+			return detail, true
+		}
+		last = detail
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return last, false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
