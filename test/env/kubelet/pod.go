@@ -532,16 +532,9 @@ func (w *podWorker) finish(ctx context.Context, pod *corev1.Pod, cause stopCause
 			failed = true
 		}
 	}
-	now := metav1.Now()
-	for _, cs := range append(append([]*containerState{}, w.inits...), w.mains...) {
-		if !cs.terminated && !cs.running {
-			// Never started: reported as terminated without a run.
-			cs.terminated, cs.exitCode, cs.termReason = true, 137, "ContainerStatusUnknown"
-			cs.termMsg = "The container could not be located when the pod was terminated"
-			cs.waitingReason, cs.waitingMessage = "", ""
-			cs.finished = &now
-		}
-	}
+	// Containers that never started keep their waiting state (e.g.
+	// ErrImagePull, PodInitializing after a failed init container): it
+	// says why the pod ended.
 	w.phase = corev1.PodSucceeded
 	if failed {
 		w.phase = corev1.PodFailed
