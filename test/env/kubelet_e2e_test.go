@@ -244,6 +244,37 @@ func TestKubeletRunsJobsFromTheLoopbackRegistry(t *testing.T) {
 		}
 	})
 
+	t.Run("a failing init container fails the pod and the main container never starts", func(t *testing.T) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "badinit", Namespace: ns},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				InitContainers: []corev1.Container{{Name: "init", Image: image,
+					Command: []string{testimage.ProgramPath, "--exit=7", "--message=init broke"}}},
+				Containers: []corev1.Container{{Name: "main", Image: image,
+					Command: []string{testimage.ProgramPath, "--write=/tmp/ran=1"}}},
+			},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got *corev1.Pod
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "badinit", metav1.GetOptions{})
+			got = p
+			return err == nil && p.Status.Phase == corev1.PodFailed, nil
+		}); err != nil {
+			t.Fatalf("pod did not fail: %v", err)
+		}
+		it := got.Status.InitContainerStatuses[0].State.Terminated
+		if it == nil || it.ExitCode != 7 || it.Message != "init broke" {
+			t.Errorf("init container state %+v", got.Status.InitContainerStatuses[0].State)
+		}
+		if w := got.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "PodInitializing" {
+			t.Errorf("main container state %+v, want waiting PodInitializing", got.Status.ContainerStatuses[0].State)
+		}
+	})
+
 	t.Run("pods bound to another node are left alone", func(t *testing.T) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
