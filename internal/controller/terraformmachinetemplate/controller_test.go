@@ -291,10 +291,13 @@ func TestTemplateCapacity(t *testing.T) {
 		eventually(t, "ImageInspectFailed", condIs(c, ns, "late", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
 		reg.push(t, "machine:late", map[string]string{CapacityLabel: `{"cpu":"4"}`})
 		eventually(t, "resolved after the push", condIs(c, ns, "late", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
-		r := eventReasons(t, c, ns, "late")
-		if !slices.Equal(r, []string{infrav1.CapacityResolvedEvent, infrav1.ImageInspectFailedEvent}) {
-			t.Errorf("events %v: want one ImageInspectFailed (not one per retry) then CapacityResolved", r)
-		}
+		// Events are written asynchronously: wait for both, then check
+		// that no second ImageInspectFailed came with the retries.
+		want := []string{infrav1.CapacityResolvedEvent, infrav1.ImageInspectFailedEvent}
+		eventually(t, "one ImageInspectFailed (not one per retry) then CapacityResolved", func() (bool, string) {
+			r := eventReasons(t, c, ns, "late")
+			return slices.Equal(r, want), strings.Join(r, ",")
+		})
 	})
 
 	t.Run("a private registry needs the template's image pull Secret", func(t *testing.T) {
