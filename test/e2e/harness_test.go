@@ -81,6 +81,7 @@ func start(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w := &world{t: t}
+	pushed := make(chan framework.Images, 1)
 	w.e = env.ForTest(t, env.Options{
 		CAPI: true, Kubelet: true, Registry: true, Logger: logger,
 		CRDPaths: []string{crds},
@@ -94,10 +95,15 @@ func start(t *testing.T) *world {
 			if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
 				return err
 			}
-			w.images = imgs
+			pushed <- imgs
 			return framework.RunManager(ctx, e, framework.ManagerOptions(imgs.Runner))
 		},
 	})
+	select {
+	case w.images = <-pushed:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the images were not pushed")
+	}
 	c, err := client.New(w.e.Config, client.Options{Scheme: scheme()})
 	if err != nil {
 		t.Fatal(err)
