@@ -51,7 +51,9 @@ func (m *TerraformMachine) SetConditions(conds []metav1.Condition) { m.Status.Co
 func (p *TerraformMachinePool) GetWorkspace() *WorkspaceSpec { return &p.Spec.WorkspaceSpec }
 
 // GetWorkspaceStatus implements Workload.
-func (p *TerraformMachinePool) GetWorkspaceStatus() *WorkspaceStatus { return &p.Status.WorkspaceStatus }
+func (p *TerraformMachinePool) GetWorkspaceStatus() *WorkspaceStatus {
+	return &p.Status.WorkspaceStatus
+}
 
 // GetIdentityRef implements Workload.
 func (p *TerraformMachinePool) GetIdentityRef() *IdentityReference { return p.Spec.IdentityRef }
