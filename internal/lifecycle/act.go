@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -287,23 +288,14 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// pinned returns image pinned to digest (repo@sha256:...).
+// pinned returns image pinned to digest (repository@sha256:...), or image
+// as written when it cannot be parsed.
 func pinned(image, digest string) string {
-	repo := image
-	for i := len(image) - 1; i >= 0; i-- {
-		if image[i] == '@' {
-			repo = image[:i]
-			break
-		}
-		if image[i] == '/' {
-			break
-		}
-		if image[i] == ':' {
-			repo = image[:i]
-			break
-		}
+	ref, err := name.ParseReference(image, name.WeakValidation)
+	if err != nil {
+		return image
 	}
-	return repo + "@" + digest
+	return ref.Context().Name() + "@" + digest
 }
 
 // jobStarted sets the conditions and events of a started Job.
