@@ -19,6 +19,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -410,6 +411,7 @@ func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
 		return fmt.Errorf("failed to remove the finalizer: %w", err)
 	}
 	f.event(p, nil, corev1.EventTypeNormal, infrav1.FinalizerRemovedEvent, "Removed finalizer "+f.Adapter.Finalizer())
+	metrics.ObjectDeleted(string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName())
 	return errGone
 }
 
@@ -422,10 +424,11 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	case infrav1.OperationRestore:
 		t = infrav1.RestoreJobSucceededCondition
 	}
-	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
 	if prev := condition(p, t); prev == nil || prev.Reason != w.Reason {
 		f.event(p, nil, corev1.EventTypeNormal, w.Reason, w.Message)
+		metrics.LeaseWait(string(p.Kind), w.metric)
 	}
+	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
 }
 
 var _ = strconv.Itoa

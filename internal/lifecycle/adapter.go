@@ -68,6 +68,9 @@ type Wait struct {
 	// Status is the condition status to report: False for a definite
 	// problem, Unknown (the default) for a wait.
 	False bool
+	// metric is the reason label of captf_lease_waits_total, for a lease
+	// wait.
+	metric string
 }
 
 // InputsOutcome is what building the current inputs found.

@@ -17,6 +17,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -213,6 +214,7 @@ func (f *Flow) decide(ctx context.Context, p *Pass) error {
 		return fmt.Errorf("failed to decide the next operation: %w", err)
 	}
 	p.Decision = d
+	metrics.Decision(string(p.Kind), string(d.Op), string(d.Reason))
 	ctrl.LoggerFrom(ctx).V(4).Info("Decided", "op", d.Op, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
 	return nil
 }

@@ -31,7 +31,7 @@ func (f *Flow) acquireLeases(ctx context.Context, p *Pass, job string, op infrav
 	if e.Allowed {
 		return nil, nil
 	}
-	return &Wait{Reason: e.Wait.Reason, Message: e.Wait.Message}, nil
+	return &Wait{Reason: e.Wait.Reason, Message: e.Wait.Message, metric: e.Wait.MetricReason()}, nil
 }
 
 // releaseLeases gives back the leases a finished (or deleted) Job holds.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
 
 type metav1ConditionStatus = metav1.ConditionStatus
@@ -115,6 +116,27 @@ func (f *Flow) summarizeReady(p *Pass) error {
 	)
 }
 
+// objectMetrics sets the per-object gauges from what the pass found.
+func (f *Flow) objectMetrics(p *Pass) {
+	kind, ns, name := string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName()
+	if c := condition(p, infrav1.ReadyCondition); c != nil {
+		metrics.SetReady(kind, ns, name, c.Status)
+	}
+	if c := condition(p, infrav1.InfrastructureHealthyCondition); c != nil {
+		metrics.SetInfrastructureHealthy(kind, ns, name, c.Status)
+	}
+	if c := condition(p, infrav1.DriftDetectedCondition); c != nil {
+		metrics.SetDriftDetected(kind, ns, name, c.Status == metav1ConditionTrue)
+	}
+	if p.State != nil {
+		metrics.SetStateBytes(kind, ns, name, p.State.CompressedBytes)
+		metrics.SetStateResources(kind, ns, name, p.State.ManagedResources)
+	}
+	if r := p.Inputs.Rendered; r != nil {
+		metrics.SetInputsBytes(kind, ns, name, r.Size())
+	}
+}
+
 // patchStatus writes the object's status (and the metadata the pass
 // changed) once, then marks the Jobs this pass accounted for as bookkept:
 // what a finished Job reported is durable only once the patch succeeded.
@@ -127,6 +149,7 @@ func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper) e
 	if g := p.Obj.GetGeneration(); g > 0 {
 		s.ObservedGeneration = g
 	}
+	f.objectMetrics(p)
 	if err := helper.Patch(ctx, p.Obj, patch.WithOwnedConditions{Conditions: ownedConditions}); err != nil {
 		return fmt.Errorf("failed to patch %s: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}

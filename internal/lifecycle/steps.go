@@ -18,6 +18,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -225,6 +226,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 		f.recordPlan(p, job, c)
 	}
 	f.jobEvent(p, job, c)
+	f.jobMetrics(p, job, op, c)
 
 	// The per-run Secret goes once the result is read; that also gives back
 	// the run lease.
@@ -237,6 +239,25 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
 	return nil
+}
+
+// jobMetrics counts a finished Job once, when it is bookkept.
+func (f *Flow) jobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
+	kind := string(p.Kind)
+	var d time.Duration
+	if !c.StartedAt.IsZero() && c.FinishedAt.After(c.StartedAt) {
+		d = c.FinishedAt.Sub(c.StartedAt)
+	}
+	metrics.JobFinished(kind, string(op), c.Outcome.MetricResult(), d)
+	if c.Outcome == jobs.OutcomeSucceeded {
+		metrics.SetLastSuccess(kind, p.Obj.GetNamespace(), p.Obj.GetName(), string(op), c.FinishedAt)
+		return
+	}
+	step := "none"
+	if c.Result.LastRun.Error != nil && c.Result.LastRun.Error.Step != "" {
+		step = metrics.StepLabel(c.Result.LastRun.Error.Step)
+	}
+	metrics.JobError(kind, string(op), c.ErrorKind(), step)
 }
 
 // jobEvent emits the one event a finished Job gets.

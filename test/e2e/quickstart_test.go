@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
@@ -31,6 +33,34 @@ func TestQuickStart(t *testing.T) {
 		w.dump(ctx)
 		_, why := framework.Done(rows)
 		t.Fatalf("the Quick Start did not finish: %s", why)
+	}
+
+	// The manager in this process counted the Jobs and reports Ready.
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeeded, ready := 0.0, -2.0
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch mf.GetName() {
+			case "captf_jobs_total":
+				if labels["result"] == "succeeded" {
+					succeeded += m.GetCounter().GetValue()
+				}
+			case "captf_ready":
+				if labels["kind"] == "TerraformCluster" && labels["name"] == "my-cluster" {
+					ready = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if succeeded < 2 || ready != 1 {
+		t.Fatalf("captf_jobs_total{result=succeeded} = %v (want at least the cluster's and the machine's apply), captf_ready = %v (want 1)", succeeded, ready)
 	}
 }
 
