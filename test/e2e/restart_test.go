@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env"
+)
+
+// TestManagerRestartMidBringUp stops the manager as soon as the cluster's
+// first Job exists and starts a new one: the bring-up converges and no Job
+// is created twice (deterministic Job names, the run lease, and bookkeeping
+// that survives a lost pass).
+func TestManagerRestartMidBringUp(t *testing.T) {
+	r := root(t)
+	runnerBin, err := framework.BuildRunner(r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := framework.RenderedCRDs(r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env.ForTest(t, env.Options{CAPI: true, Kubelet: true, Registry: true, Logger: logger, CRDPaths: []string{crds}})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	imgs, err := framework.PushImages(ctx, r, e, runnerBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(e.Config, client.Options{Scheme: scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, e: e, c: c, images: imgs}
+
+	var wg sync.WaitGroup
+	run := func(ctx context.Context) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := framework.RunManager(ctx, e, framework.ManagerOptions(imgs.Runner)); err != nil && ctx.Err() == nil {
+				t.Errorf("manager: %v", err)
+			}
+		}()
+	}
+	first, stopFirst := context.WithCancel(ctx)
+	run(first)
+
+	q := framework.QuickStart{Root: r, Client: c, Images: imgs, Namespace: "team-a", Cluster: "my-cluster"}
+	if err := q.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(ctx, 5*time.Minute, "the cluster's first Job", func() (bool, string) {
+		var jobs batchv1.JobList
+		_ = c.List(ctx, &jobs, client.InNamespace("team-a"))
+		return len(jobs.Items) > 0, "no Job yet"
+	})
+	stopFirst()
+	wg.Wait()
+	second, stopSecond := context.WithCancel(ctx)
+	defer func() { stopSecond(); wg.Wait() }()
+	run(second)
+
+	rows, ok := q.Watch(ctx, testWriter{t}, 10*time.Minute)
+	if !ok {
+		w.dump(ctx)
+		_, why := framework.Done(rows)
+		t.Fatalf("the bring-up did not converge after the restart: %s", why)
+	}
+	// Every Job was created once: one JobCreated event per Job name, and
+	// one apply per object (the no-op modules succeed the first time).
+	var evs eventsv1.EventList
+	if err := c.List(ctx, &evs, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	created := map[string]int{}
+	for _, ev := range evs.Items {
+		if ev.Reason == infrav1.JobCreatedEvent && ev.Related != nil {
+			created[ev.Related.Name]++
+		}
+	}
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	perOwner := map[string]int{}
+	for _, j := range jobs.Items {
+		perOwner[j.Labels[infrav1.OwnerKindLabel]+"/"+j.Labels[infrav1.OwnerNameLabel]+"/"+j.Labels[infrav1.OpLabel]]++
+	}
+	for name, n := range created {
+		if n > 1 {
+			t.Errorf("Job %s was created %d times", name, n)
+		}
+	}
+	for owner, n := range perOwner {
+		if n != 1 {
+			t.Errorf("%s ran %d Jobs, want 1", owner, n)
+		}
+	}
+	if len(perOwner) != 2 {
+		t.Errorf("Jobs by owner and operation: %v, want one apply each for the cluster and the machine", perOwner)
+	}
+}
