@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	captfenvtest "github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
@@ -63,7 +65,7 @@ func TestMain(m *testing.M) {
 // apiEnv is one kube-apiserver and etcd from hack/tools, shared by the
 // package's tests.
 type apiEnv struct {
-	env        *envtest.Environment
+	env        *ctrlenvtest.Environment
 	dir        string
 	client     client.Client
 	kubeconfig string
@@ -92,22 +94,9 @@ func startAPI() (*apiEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		p, err := tools.Path(bin)
-		if err != nil {
-			return nil, fmt.Errorf("locating %s: %w", bin, err)
-		}
-		if err := os.Symlink(p, filepath.Join(dir, bin)); err != nil {
-			return nil, err
-		}
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir, ControlPlaneStartTimeout: time.Minute}
-	env.ControlPlane.GetAPIServer().Configure().
-		Set("advertise-address", "127.0.0.1").
-		Set("endpoint-reconciler-type", "none")
-	cfg, err := env.Start()
+	env, cfg, err := captfenvtest.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest: %w", err)
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme} {
@@ -119,16 +108,8 @@ func startAPI() (*apiEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, err := env.AddUser(envtest.User{Name: "runner-test-admin", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := captfenvtest.AdminKubeconfig(env, dir)
 	if err != nil {
-		return nil, err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return nil, err
 	}
 	return &apiEnv{env: env, dir: dir, client: c, kubeconfig: kubeconfig}, nil

@@ -18,16 +18,16 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+	captfenvtest "github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 )
 
 // testEnv is one kube-apiserver and etcd (the pinned hack/tools builds)
 // shared by this package's tests, started on first use and stopped by
 // TestMain.
 type testEnv struct {
-	env        *envtest.Environment
+	env        *ctrlenvtest.Environment
 	cfg        *rest.Config
 	client     client.WithWatch
 	scheme     *runtime.Scheme
@@ -58,20 +58,9 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		p, err := tools.Path(bin)
-		if err != nil {
-			return nil, fmt.Errorf("locating %s: %w", bin, err)
-		}
-		if err := os.Symlink(p, filepath.Join(dir, bin)); err != nil {
-			return nil, err
-		}
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir, ControlPlaneStartTimeout: time.Minute}
-	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
-	cfg, err := env.Start()
+	env, cfg, err := captfenvtest.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest: %w", err)
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -81,16 +70,8 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, err := env.AddUser(envtest.User{Name: "state-test-admin", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := captfenvtest.AdminKubeconfig(env, dir)
 	if err != nil {
-		return nil, err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return nil, err
 	}
 	return &testEnv{env: env, cfg: cfg, client: c, scheme: scheme, kubeconfig: kubeconfig}, nil

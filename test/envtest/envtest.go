@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -35,6 +36,8 @@ func Start(crdPaths ...string) (*envtest.Environment, *rest.Config, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
+		// A busy machine can take a while to start the control plane.
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	// Kubernetes 1.37 refuses a loopback advertise address unless the
 	// endpoint reconciler is off.
@@ -47,4 +50,23 @@ func Start(crdPaths ...string) (*envtest.Environment, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("failed to start the API server: %w", err)
 	}
 	return env, cfg, nil
+}
+
+// AdminKubeconfig writes a kubeconfig for an admin (system:masters) user of
+// env to dir/kubeconfig, for tools that read one (OpenTofu's kubernetes
+// backend, the runner), and returns its path.
+func AdminKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "captf-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
