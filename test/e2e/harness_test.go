@@ -44,6 +44,8 @@ type world struct {
 	e      *env.Env
 	c      client.Client
 	images framework.Images
+	// writes counts the environment's manager's API writes.
+	writes *framework.Writes
 }
 
 func scheme() *runtime.Scheme {
@@ -80,7 +82,7 @@ func start(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t}
+	w := &world{t: t, writes: &framework.Writes{}}
 	pushed := make(chan framework.Images, 1)
 	w.e = env.ForTest(t, env.Options{
 		CAPI: true, Kubelet: true, Registry: true, Logger: logger,
@@ -96,7 +98,7 @@ func start(t *testing.T) *world {
 				return err
 			}
 			pushed <- imgs
-			return framework.RunManager(ctx, e, framework.ManagerOptions(imgs.Runner))
+			return framework.RunCountedManager(ctx, e, framework.ManagerOptions(imgs.Runner), w.writes)
 		},
 	})
 	select {

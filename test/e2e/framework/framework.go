@@ -11,16 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,7 +197,36 @@ func ManagerOptions(runnerImage string) setup.Options {
 
 // RunManager runs CAPTF's manager (internal/setup) until ctx ends.
 func RunManager(ctx context.Context, e *env.Env, o setup.Options) error {
-	mgr, err := setup.New(ctx, e.Config, o)
+	return RunCountedManager(ctx, e, o, nil)
+}
+
+// Writes counts the API write requests (every verb but get, list and
+// watch) a manager makes.
+type Writes struct{ n atomic.Int64 }
+
+// Count returns the writes so far.
+func (w *Writes) Count() int64 { return w.n.Load() }
+
+type countingTransport struct {
+	next   http.RoundTripper
+	writes *Writes
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		t.writes.n.Add(1)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// RunCountedManager runs the manager like RunManager and counts its API
+// writes in w (nil counts nothing).
+func RunCountedManager(ctx context.Context, e *env.Env, o setup.Options, w *Writes) error {
+	cfg := rest.CopyConfig(e.Config)
+	if w != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, writes: w} })
+	}
+	mgr, err := setup.New(ctx, cfg, o)
 	if err != nil {
 		return err
 	}
