@@ -155,6 +155,7 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 	if len(kinds) != 3 {
 		t.Errorf("Destroyed events for %v, want the cluster, its machine and its pool", kinds)
 	}
+	logReactionTimes(t, evs.Items)
 	// Nothing CAPTF owned stays behind.
 	var secrets corev1.SecretList
 	if err := w.c.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
@@ -176,4 +177,45 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 			t.Errorf("Lease %s is left behind", l.Name)
 		}
 	}
+}
+
+// logReactionTimes logs, from the events' microsecond times, how long the
+// manager took from a Job's end (the runner's RunFinished event) to its next
+// step on the same object: the next Job's creation, or the object becoming
+// provisioned or destroyed. It includes the Job controller marking the Job
+// finished and the kubelet reporting the pod.
+func logReactionTimes(t *testing.T, evs []eventsv1.Event) {
+	at := func(e eventsv1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	next := map[string]bool{infrav1.JobCreatedEvent: true, infrav1.ProvisionedEvent: true, infrav1.DestroyedEvent: true, infrav1.JobSucceededEvent: false}
+	var samples []time.Duration
+	for _, fin := range evs {
+		if fin.Reason != infrav1.RunFinishedEvent {
+			continue
+		}
+		key := fin.Regarding.Kind + "/" + fin.Regarding.Name
+		var best time.Duration = -1
+		for _, e := range evs {
+			if !next[e.Reason] || e.Regarding.Kind+"/"+e.Regarding.Name != key {
+				continue
+			}
+			if d := at(e).Sub(at(fin)); d > 0 && (best < 0 || d < best) {
+				best = d
+			}
+		}
+		if best >= 0 {
+			samples = append(samples, best)
+		}
+	}
+	if len(samples) == 0 {
+		t.Log("no Job end was followed by a next step")
+		return
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1)+0.5)] }
+	t.Logf("Job end to the next step (%d samples): p50 %v, p95 %v, max %v", len(samples), p(0.5), p(0.95), samples[len(samples)-1])
 }
