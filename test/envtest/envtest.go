@@ -47,6 +47,8 @@ func Start(crdPaths ...string) (*envtest.Environment, *rest.Config, error) {
 		Set("endpoint-reconciler-type", "none")
 	cfg, err := env.Start()
 	if err != nil {
+		// A failed CRD install leaves etcd and the API server running.
+		_ = env.Stop()
 		return nil, nil, fmt.Errorf("failed to start the API server: %w", err)
 	}
 	return env, cfg, nil
