@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -114,7 +115,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		Common:                  p.Common(),
 		ControlPlaneEndpoint:    inputs.ControlPlaneEndpointInput(source, clusterEP, infraEP),
 		KubernetesVersion:       cluster.Spec.Topology.Version,
-		ControlPlaneInitialized: inputs.ControlPlaneInitialized(cluster.Status.Initialization.ControlPlaneInitialized, lastInitialized),
+		ControlPlaneInitialized: inputs.ControlPlaneInitialized(controlPlaneInitialized(cluster), lastInitialized),
 		ClusterNetwork: inputs.NewClusterNetwork(net.Pods.CIDRBlocks, net.Services.CIDRBlocks,
 			net.ServiceDomain, net.APIServerPort),
 	}
@@ -206,3 +207,21 @@ func equalFailureDomains(a, b []clusterv1.FailureDomain) bool {
 // After implements lifecycle.Adapter; a cluster's own steps run within
 // the flow.
 func (a *Adapter) After(context.Context, *lifecycle.Pass) error { return nil }
+
+// controlPlaneInitialized is what CAPI says of the Cluster's control plane:
+// Cluster.status.initialization.controlPlaneInitialized, which CAPI mirrors
+// from a control-plane object. A Cluster without a controlPlaneRef, whose
+// control plane is stand-alone Machines, never gets that field; CAPI marks
+// it initialized with its ControlPlaneInitialized condition instead, once a
+// control-plane Machine has a nodeRef, and its own bootstrap provider reads
+// that condition. Nil means not initialized.
+func controlPlaneInitialized(cluster *clusterv1.Cluster) *bool {
+	if f := cluster.Status.Initialization.ControlPlaneInitialized; f != nil && *f {
+		return f
+	}
+	if !cluster.Spec.ControlPlaneRef.IsDefined() && conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
+		initialized := true
+		return &initialized
+	}
+	return nil
+}
