@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -201,11 +202,34 @@ func RunManager(ctx context.Context, e *env.Env, o setup.Options) error {
 }
 
 // Writes counts the API write requests (every verb but get, list and
-// watch) a manager makes.
-type Writes struct{ n atomic.Int64 }
+// watch) a manager makes, and keeps the method and path of the latest.
+type Writes struct {
+	n      atomic.Int64
+	mu     sync.Mutex
+	recent []string
+}
 
 // Count returns the writes so far.
 func (w *Writes) Count() int64 { return w.n.Load() }
+
+// Since returns the method and path of the writes after the first n (at
+// most the latest 100).
+func (w *Writes) Since(n int64) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := min(max(w.n.Load()-n, 0), int64(len(w.recent)))
+	return append([]string(nil), w.recent[int64(len(w.recent))-k:]...)
+}
+
+func (w *Writes) add(r *http.Request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n.Add(1)
+	w.recent = append(w.recent, r.Method+" "+r.URL.Path)
+	if len(w.recent) > 100 {
+		w.recent = w.recent[len(w.recent)-100:]
+	}
+}
 
 type countingTransport struct {
 	next   http.RoundTripper
@@ -214,7 +238,7 @@ type countingTransport struct {
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		t.writes.n.Add(1)
+		t.writes.add(r)
 	}
 	return t.next.RoundTrip(r)
 }

@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+)
+
+// TestReferenceBringUp is the book's reference bring-up (The Reconcile
+// Lifecycle): one TerraformCluster with three control-plane and three worker
+// TerraformMachines whose apply outputs give a definite health reading runs
+// eight Jobs: one cluster apply, one apply per machine, and one no-change
+// cluster re-apply once control_plane_initialized flips.
+//
+// Cluster API flips it itself. The workload cluster is the environment's own
+// API server: a <cluster>-kubeconfig Secret points at it, and it holds a Node
+// per machine carrying the provider ID the machine module reports, so Cluster
+// API links each Machine's nodeRef and, the control plane being stand-alone
+// Machines, sets the Cluster's ControlPlaneInitialized condition. The
+// Machines are created directly with bootstrap Secrets the test writes: a
+// KubeadmControlPlane would wait for real kubelets between replicas.
+//
+// The test also logs how fast the manager moves on once a Job finishes, and
+// checks that once everything converged, reconciles woken by changes that
+// decide nothing (the test touching every object, Cluster API updating its
+// Machines as the Nodes age) make no API write.
+func TestReferenceBringUp(t *testing.T) {
+	w := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const ns, name = "team-ref", "ref"
+	w.namespace(ctx, "captf-system")
+	w.namespace(ctx, ns)
+	timeline, err := framework.StartTimeline(ctx, w.e.Config, scheme(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsBefore := jobsCounted(t)
+
+	identity, err := framework.Template(root(t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range identity {
+		w.create(ctx, o)
+	}
+	// The workload cluster's kubeconfig, in Cluster API's format.
+	kubeconfig, err := os.ReadFile(w.e.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ns,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+		Type: clusterv1.ClusterSecretType,
+		Data: map[string][]byte{"value": kubeconfig},
+	})
+
+	var machines []string
+	for i := range 3 {
+		machines = append(machines, fmt.Sprintf("%s-cp-%d", name, i))
+	}
+	for i := range 3 {
+		machines = append(machines, fmt.Sprintf("%s-worker-%d", name, i))
+	}
+	objs := []client.Object{
+		&clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: clusterv1.ClusterSpec{
+				ClusterNetwork: clusterv1.ClusterNetwork{
+					APIServerPort: 6443,
+					Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+					Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
+				},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name},
+			},
+		},
+		&infrav1.TerraformCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Spec: infrav1.TerraformClusterSpec{
+				WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
+				IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
+			},
+		},
+	}
+	for _, m := range machines {
+		labels := map[string]string{clusterv1.ClusterNameLabel: name}
+		if strings.Contains(m, "-cp-") {
+			labels[clusterv1.MachineControlPlaneLabel] = ""
+		}
+		objs = append(objs,
+			// What a bootstrap provider would write.
+			&corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: m + "-bootstrap", Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+				Type:       clusterv1.ClusterSecretType,
+				Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+			},
+			&infrav1.TerraformMachine{
+				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: ns, Labels: labels},
+				Spec:       infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Machine}}},
+			},
+			&clusterv1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: ns, Labels: labels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: name,
+					Version:     "v1.36.3",
+					Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(m + "-bootstrap")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachine", Name: m},
+				},
+			},
+			// The node the machine would register, with the provider ID
+			// the no-op machine module reports.
+			&corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: m},
+				Spec:       corev1.NodeSpec{ProviderID: "noop:///" + ns + "/" + m},
+			},
+		)
+	}
+	w.create(ctx, objs...)
+	t.Cleanup(func() {
+		for _, m := range machines {
+			_ = w.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m}})
+		}
+	})
+
+	// Converged: every machine Ready with its nodeRef linked, the Cluster
+	// initialized by Cluster API, and the cluster re-applied with
+	// control_plane_initialized true and Ready.
+	w.eventually(ctx, 10*time.Minute, "the reference bring-up to converge", func() (bool, string) {
+		for _, m := range machines {
+			tm := &infrav1.TerraformMachine{}
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m}, tm); err != nil {
+				return false, err.Error()
+			}
+			if ok, why := ready(tm); !ok {
+				return false, "TerraformMachine " + m + ": " + why
+			}
+			cm := &clusterv1.Machine{}
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m}, cm); err != nil {
+				return false, err.Error()
+			}
+			if !cm.Status.NodeRef.IsDefined() {
+				return false, "Machine " + m + " has no nodeRef yet"
+			}
+		}
+		cluster := &clusterv1.Cluster{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return false, err.Error()
+		}
+		if !conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
+			return false, "Cluster API has not marked the control plane initialized"
+		}
+		tc := &infrav1.TerraformCluster{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tc); err != nil {
+			return false, err.Error()
+		}
+		durable := &corev1.Secret{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "captf-inputs-c-" + name}, durable); err != nil {
+			return false, err.Error()
+		}
+		if flipped, _ := inputs.LastControlPlaneInitialized(durable.Data[inputs.TFVarsFile]); !flipped {
+			return false, "the cluster's inputs do not have control_plane_initialized true yet"
+		}
+		ok, why := ready(tc)
+		if ok && (tc.Status.ActiveJob != nil || tc.Status.LastRun == nil || tc.Status.LastRun.Job != lastJobOf(timeline, "TerraformCluster/"+name)) {
+			return false, "the cluster's re-apply has not been reported"
+		}
+		return ok, "TerraformCluster: " + why
+	})
+
+	// Anything still to come would show in a few seconds.
+	time.Sleep(10 * time.Second)
+	jobs := timeline.Jobs()
+	perOwner := map[string][]string{}
+	for _, j := range jobs {
+		perOwner[j.Owner] = append(perOwner[j.Owner], j.Op)
+		if !j.Succeeded {
+			t.Errorf("Job %s (%s of %s) did not succeed", j.Name, j.Op, j.Owner)
+		}
+	}
+	t.Logf("Jobs created: %d %v", len(jobs), perOwner)
+	if len(jobs) != 8 {
+		t.Errorf("the bring-up created %d Jobs, want 8: %v", len(jobs), perOwner)
+	}
+	if ops := strings.Join(perOwner["TerraformCluster/"+name], ","); ops != "apply,apply" {
+		t.Errorf("the TerraformCluster ran %q, want an apply and its re-apply", ops)
+	}
+	for _, m := range machines {
+		if ops := strings.Join(perOwner["TerraformMachine/"+m], ","); ops != "apply" {
+			t.Errorf("TerraformMachine %s ran %q, want one apply", m, ops)
+		}
+	}
+	if n := jobsCounted(t) - jobsBefore; n != 8 {
+		t.Errorf("sum(captf_jobs_total) grew by %v over the bring-up, want 8", n)
+	}
+
+	reactions := timeline.Reactions()
+	for _, r := range reactions {
+		t.Logf("  %-30s %-24s finished -> %-32s %v", r.Job.Owner, r.Job.Name, r.Next, r.Delay.Round(time.Millisecond))
+	}
+	t.Logf("Job completion to the next Job's creation or to Ready (%d samples): p50 %v, p95 %v, max %v",
+		len(reactions), framework.Percentile(reactions, 0.5).Round(time.Millisecond),
+		framework.Percentile(reactions, 0.95).Round(time.Millisecond), framework.Percentile(reactions, 1).Round(time.Millisecond))
+	if len(reactions) != len(jobs) {
+		t.Errorf("%d of %d finished Jobs were followed by a next step", len(reactions), len(jobs))
+	}
+
+	// Converged reconciles write nothing. Touch every object (a change
+	// that renders into no input), so that each is reconciled again, and
+	// let Cluster API go on updating its Machines.
+	writesBefore := w.writes.Count()
+	noneBefore := decisionsNone(t)
+	touch := func(o client.Object) {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		p := client.MergeFrom(o.DeepCopyObject().(client.Object))
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann["example.com/touched"] = time.Now().Format(time.RFC3339Nano)
+		o.SetAnnotations(ann)
+		if err := w.c.Patch(ctx, o, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch(&infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+	touch(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+	for _, m := range machines {
+		touch(&infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: ns}})
+	}
+	time.Sleep(30 * time.Second)
+	reconciled := decisionsNone(t) - noneBefore
+	if n := w.writes.Count() - writesBefore; n != 0 {
+		t.Errorf("%v converged reconciles made %d API writes in 30 s, want 0: %v", reconciled, n, w.writes.Since(writesBefore))
+	} else {
+		t.Logf("API writes by %v converged reconciles (decision none) in 30 s: 0; %d writes in the whole bring-up, events included", reconciled, writesBefore)
+	}
+	if reconciled < 8 {
+		t.Errorf("only %v reconciles decided nothing after the objects were touched, want at least one per object", reconciled)
+	}
+}
+
+// lastJobOf is the name of the newest Job of an owner the timeline saw.
+func lastJobOf(tl *framework.Timeline, owner string) string {
+	last := ""
+	for _, j := range tl.Jobs() {
+		if j.Owner == owner {
+			last = j.Name
+		}
+	}
+	return last
+}
+
+// metricSum sums a metric of this process's registry over the series whose
+// labels match.
+func metricSum(t *testing.T, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// jobsCounted is sum(captf_jobs_total) of the manager in this process.
+func jobsCounted(t *testing.T) float64 { return metricSum(t, "captf_jobs_total", nil) }
+
+// decisionsNone counts the reconciles that decided no operation.
+func decisionsNone(t *testing.T) float64 {
+	return metricSum(t, "captf_reconcile_op_decisions_total", map[string]string{"op": "none"})
+}
