@@ -210,3 +210,16 @@ func conds(cs []metav1.Condition) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// logReactions logs how long the manager took from each Job's completion
+// to its next step on the same object, as the timeline saw it.
+func logReactions(t *testing.T, tl *framework.Timeline) []framework.Reaction {
+	rs := tl.Reactions()
+	for _, r := range rs {
+		t.Logf("  %-36s %-44s finished -> %-8s %v", r.Job.Owner, r.Job.Name, r.Next, r.Delay.Round(time.Millisecond))
+	}
+	t.Logf("Job completion to the next Job's creation, to Ready or to the object's removal (%d samples): p50 %v, p95 %v, max %v",
+		len(rs), framework.Percentile(rs, 0.5).Round(time.Millisecond),
+		framework.Percentile(rs, 0.95).Round(time.Millisecond), framework.Percentile(rs, 1).Round(time.Millisecond))
+	return rs
+}

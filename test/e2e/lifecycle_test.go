@@ -33,6 +33,11 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const ns = "team-a"
+	w.namespace(ctx, ns)
+	timeline, err := framework.StartTimeline(ctx, w.e.Config, scheme(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	q := framework.QuickStart{Root: root(t), Client: w.c, Images: w.images, Namespace: ns, Cluster: "my-cluster"}
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
@@ -104,6 +109,38 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 		t.Fatalf("a replica change ran no new apply Job (%d before, %d after)", before, after)
 	}
 
+	// A worker whose bootstrap data never comes never applies: deleting
+	// it (with the Cluster) removes it at once, with no destroy Job.
+	w.create(ctx,
+		&infrav1.TerraformMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: "my-cluster-never", Namespace: ns,
+				Labels: map[string]string{clusterv1.ClusterNameLabel: "my-cluster"}},
+			Spec: infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Machine}}},
+		},
+		&clusterv1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Name: "my-cluster-never", Namespace: ns,
+				Labels: map[string]string{clusterv1.ClusterNameLabel: "my-cluster"}},
+			Spec: clusterv1.MachineSpec{
+				ClusterName: "my-cluster",
+				Version:     "v1.36.3",
+				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To("my-cluster-never-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachine", Name: "my-cluster-never"},
+			},
+		})
+	w.eventually(ctx, 2*time.Minute, "the worker to wait for its bootstrap data", func() (bool, string) {
+		tm := &infrav1.TerraformMachine{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster-never"}, tm); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range tm.Status.Conditions {
+			if c.Type == infrav1.DependenciesReadyCondition {
+				return c.Reason == infrav1.WaitingForBootstrapDataReason, c.Reason + ": " + c.Message
+			}
+		}
+		return false, "no DependenciesReady condition"
+	})
+
 	// Clean up: delete the Cluster and wait for everything to go.
 	if err := w.c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "my-cluster", Namespace: ns}}); err != nil {
 		t.Fatal(err)
@@ -155,7 +192,14 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 	if len(kinds) != 3 {
 		t.Errorf("Destroyed events for %v, want the cluster, its machine and its pool", kinds)
 	}
-	logReactionTimes(t, evs.Items)
+	logReactions(t, timeline)
+	var neverJobs batchv1.JobList
+	if err := w.c.List(ctx, &neverJobs, client.InNamespace(ns), client.MatchingLabels{infrav1.OwnerNameLabel: "my-cluster-never"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(neverJobs.Items) != 0 {
+		t.Errorf("the never-applied TerraformMachine ran %d Jobs, want none", len(neverJobs.Items))
+	}
 	// Nothing CAPTF owned stays behind.
 	var secrets corev1.SecretList
 	if err := w.c.List(ctx, &secrets, client.InNamespace(ns)); err != nil {
@@ -177,45 +221,4 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 			t.Errorf("Lease %s is left behind", l.Name)
 		}
 	}
-}
-
-// logReactionTimes logs, from the events' microsecond times, how long the
-// manager took from a Job's end (the runner's RunFinished event) to its next
-// step on the same object: the next Job's creation, or the object becoming
-// provisioned or destroyed. It includes the Job controller marking the Job
-// finished and the kubelet reporting the pod.
-func logReactionTimes(t *testing.T, evs []eventsv1.Event) {
-	at := func(e eventsv1.Event) time.Time {
-		if !e.EventTime.IsZero() {
-			return e.EventTime.Time
-		}
-		return e.CreationTimestamp.Time
-	}
-	next := map[string]bool{infrav1.JobCreatedEvent: true, infrav1.ProvisionedEvent: true, infrav1.DestroyedEvent: true, infrav1.JobSucceededEvent: false}
-	var samples []time.Duration
-	for _, fin := range evs {
-		if fin.Reason != infrav1.RunFinishedEvent {
-			continue
-		}
-		key := fin.Regarding.Kind + "/" + fin.Regarding.Name
-		var best time.Duration = -1
-		for _, e := range evs {
-			if !next[e.Reason] || e.Regarding.Kind+"/"+e.Regarding.Name != key {
-				continue
-			}
-			if d := at(e).Sub(at(fin)); d > 0 && (best < 0 || d < best) {
-				best = d
-			}
-		}
-		if best >= 0 {
-			samples = append(samples, best)
-		}
-	}
-	if len(samples) == 0 {
-		t.Log("no Job end was followed by a next step")
-		return
-	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1)+0.5)] }
-	t.Logf("Job end to the next step (%d samples): p50 %v, p95 %v, max %v", len(samples), p(0.5), p(0.95), samples[len(samples)-1])
 }

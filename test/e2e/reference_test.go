@@ -211,13 +211,7 @@ func TestReferenceBringUp(t *testing.T) {
 		t.Errorf("sum(captf_jobs_total) grew by %v over the bring-up, want 8", n)
 	}
 
-	reactions := timeline.Reactions()
-	for _, r := range reactions {
-		t.Logf("  %-30s %-24s finished -> %-32s %v", r.Job.Owner, r.Job.Name, r.Next, r.Delay.Round(time.Millisecond))
-	}
-	t.Logf("Job completion to the next Job's creation or to Ready (%d samples): p50 %v, p95 %v, max %v",
-		len(reactions), framework.Percentile(reactions, 0.5).Round(time.Millisecond),
-		framework.Percentile(reactions, 0.95).Round(time.Millisecond), framework.Percentile(reactions, 1).Round(time.Millisecond))
+	reactions := logReactions(t, timeline)
 	if len(reactions) != len(jobs) {
 		t.Errorf("%d of %d finished Jobs were followed by a next step", len(reactions), len(jobs))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,8 @@ type Timeline struct {
 	// settled is when an object was first seen Ready with lastRun naming
 	// a Job, by "<kind>/<name>/<job>".
 	settled map[string]time.Time
+	// gone is when an object was seen deleted, by "<kind>/<name>".
+	gone map[string]time.Time
 }
 
 // JobTimes is one Job as the Timeline saw it.
@@ -43,8 +46,8 @@ type JobTimes struct {
 }
 
 // Reaction is how long the manager took, after a Job finished, to take the
-// next step on the same object: create its next Job, or report the Job's
-// result with Ready=True.
+// next step on the same object: create its next Job, report the Job's
+// result with Ready=True, or, after a destroy, let the object go.
 type Reaction struct {
 	Job   JobTimes
 	Next  string
@@ -57,7 +60,7 @@ func StartTimeline(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, fmt.Errorf("timeline cache: %w", err)
 	}
-	t := &Timeline{jobs: map[types.UID]*JobTimes{}, settled: map[string]time.Time{}}
+	t := &Timeline{jobs: map[types.UID]*JobTimes{}, settled: map[string]time.Time{}, gone: map[string]time.Time{}}
 	watch := func(obj client.Object, note func(any)) error {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
@@ -66,6 +69,7 @@ func StartTimeline(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { note(o) },
 			UpdateFunc: func(_, o any) { note(o) },
+			DeleteFunc: t.noteGone,
 		})
 		return err
 	}
@@ -119,17 +123,38 @@ func (t *Timeline) noteJob(o any) {
 	}
 }
 
-func (t *Timeline) noteWorkload(o any) {
+// workloadKey is "<kind>/<name>" of a Terraform* object.
+func workloadKey(o any) (infrav1.Workload, string) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
 	w, ok := o.(infrav1.Workload)
 	if !ok {
+		return nil, ""
+	}
+	kind := fmt.Sprintf("%T", o)
+	return w, kind[strings.LastIndex(kind, ".")+1:] + "/" + w.GetName()
+}
+
+func (t *Timeline) noteGone(o any) {
+	if _, key := workloadKey(o); key != "" {
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.gone[key] = now
+	}
+}
+
+func (t *Timeline) noteWorkload(o any) {
+	w, owner := workloadKey(o)
+	if w == nil {
 		return
 	}
 	last := w.GetWorkspaceStatus().LastRun
 	if last == nil || !isTrue(w.GetConditions(), infrav1.ReadyCondition) {
 		return
 	}
-	kind := fmt.Sprintf("%T", o)[len("*v1alpha1."):]
-	key := kind + "/" + w.GetName() + "/" + last.Job
+	key := owner + "/" + last.Job
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -181,6 +206,11 @@ func (t *Timeline) Reactions() []Reaction {
 			d := max(at.Sub(j.Finished), 0)
 			if r.Delay < 0 || d < r.Delay {
 				r.Next, r.Delay = "Ready", d
+			}
+		}
+		if at, ok := t.gone[j.Owner]; ok && j.Op == "destroy" && !at.Before(j.Finished) {
+			if d := at.Sub(j.Finished); r.Delay < 0 || d < r.Delay {
+				r.Next, r.Delay = "gone", d
 			}
 		}
 		if r.Delay >= 0 {
