@@ -49,6 +49,10 @@ func docsCheckKeysExist(apiDir, page string) ([]string, error) {
 				continue
 			}
 			seen[m[1]] = true
+			// kubectl annotate <key>- removes the key.
+			if k, removal := strings.CutSuffix(m[1], "-"); removal && m[2] == "" && known[k] {
+				continue
+			}
 			if !known[m[1]] {
 				problems = append(problems, fmt.Sprintf("%s line %d names the key %q, but api/v1alpha1 has no annotation or label constant with that value", filepath.Base(page), i+1, m[1]))
 			}
