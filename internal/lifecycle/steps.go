@@ -227,6 +227,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	f.jobEvent(p, job, c)
 	f.jobMetrics(p, job, op, c)
+	f.consumeRequests(p, job, op, c)
 
 	// The per-run Secret goes once the result is read; that also gives back
 	// the run lease.
@@ -315,27 +316,12 @@ func deref(p *int32) int32 {
 
 // recordPlan records a plan Job's plan for approval (applyPolicy Manual).
 func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) {
-	tc, ok := p.Obj.(*infrav1.TerraformCluster)
-	if !ok || c.Outcome != jobs.OutcomeSucceeded || c.Result.Plan == nil {
+	if c.Outcome != jobs.OutcomeSucceeded {
 		return
 	}
-	pl := c.Result.Plan
-	created := metav1.NewTime(c.FinishedAt)
-	tc.Status.Plan = &infrav1.PlanPreview{
-		InputsHash: job.Annotations[infrav1.InputsHashAnnotation],
-		Job:        job.Name,
-		PlanHash:   pl.Hash,
-		Add:        int32(pl.Add),
-		Change:     int32(pl.Change),
-		Destroy:    int32(pl.Destroy),
-		Resources:  pl.Resources,
-		Truncated:  pl.Truncated,
-		CreatedAt:  &created,
+	if msg := f.recordPlanPreview(p, job, c, infrav1.PlanAwaitingApprovalReason); msg != "" {
+		f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, msg)
 	}
-	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate terraformcluster %s -n %s %s=%s --overwrite",
-		pl.Hash, pl.Add, pl.Change, pl.Destroy, tc.Name, tc.Namespace, infrav1.ApprovePlanAnnotation, pl.Hash)
-	setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, infrav1.PlanAwaitingApprovalReason, msg)
-	f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, msg)
 }
 
 // pinDigest records a succeeded apply's image digest on the durable inputs

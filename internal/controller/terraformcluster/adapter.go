@@ -94,6 +94,10 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		return nil
 	}
 	cluster := p.Cluster
+	// Plan Approval: switching back to Automatic clears status.plan.
+	if tc.Spec.ApplyPolicy != infrav1.ApplyPolicyManual {
+		tc.Status.Plan = nil
+	}
 	firstApply := p.State == nil && p.StateStatus == decide.StateNotFound
 	clusterEP := endpoint(cluster.Spec.ControlPlaneEndpoint)
 	infraEP := endpoint(tc.Spec.ControlPlaneEndpoint)

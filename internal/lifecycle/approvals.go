@@ -1,0 +1,115 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+)
+
+// consumeRequests settles the operator's one-shot requests a finished Job
+// answered (book: Plan Approval; Terraform State, restore). The annotations
+// go in the pass's one patch, with the status.
+//
+//   - An apply that succeeded with the inputs hash captf.io/approve-destructive-plan
+//     names consumes that approval, so a later destructive remediation of the
+//     same inputs needs its own.
+//   - An apply that succeeded with an approved plan removes
+//     captf.io/approve-plan, clears status.plan and emits PlanApplied; one
+//     whose plan changed records the new plan for approval.
+//   - A restore that succeeded removes captf.io/restore-state and forgets
+//     the serial, so the same serial can be asked for again; a failed one
+//     keeps both, and is not retried for that serial.
+func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
+	kind := string(p.Kind)
+	succeeded := c.Outcome == jobs.OutcomeSucceeded
+	switch op {
+	case infrav1.OperationApply:
+		if succeeded {
+			hash := job.Annotations[infrav1.InputsHashAnnotation]
+			if hash != "" && removeAnnotationIf(p, infrav1.ApproveDestructivePlanAnnotation, hash) {
+				metrics.DestructivePlanApprovalConsumed(kind)
+			}
+		}
+		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
+		tc, ok := p.Obj.(*infrav1.TerraformCluster)
+		if approved == "" || !ok {
+			return
+		}
+		switch c.Outcome {
+		case jobs.OutcomeSucceeded:
+			removeAnnotationIf(p, infrav1.ApprovePlanAnnotation, approved)
+			tc.Status.Plan = nil
+			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanAppliedEvent, "Applied approved plan "+approved+" with Job "+job.Name)
+			metrics.PlanApproval(kind, "approved")
+		case jobs.OutcomePlanChanged:
+			f.recordPlanPreview(p, job, c, infrav1.PlanChangedReason)
+			metrics.PlanApproval(kind, "changed")
+		}
+	case infrav1.OperationRestore:
+		switch c.Outcome {
+		case jobs.OutcomeSucceeded:
+			serial := job.Annotations[infrav1.RestoreSerialAnnotation]
+			removeAnnotationIf(p, infrav1.RestoreStateAnnotation, serial)
+			p.Status().LastRestoredSerial = 0
+			f.event(p, job, corev1.EventTypeNormal, infrav1.StateRestoredEvent, "Restored state backup serial "+serial+" with Job "+job.Name)
+			metrics.StateRestore(kind, "succeeded")
+		case jobs.OutcomeActive, jobs.OutcomeInterrupted:
+		default:
+			metrics.StateRestore(kind, "failed")
+		}
+	}
+}
+
+// removeAnnotationIf removes an annotation whose value is want, and says
+// whether it did. A value changed since (a new approval, another serial) is
+// a new request and stays.
+func removeAnnotationIf(p *Pass, key, want string) bool {
+	ann := p.Obj.GetAnnotations()
+	if v, ok := ann[key]; !ok || v != want {
+		return false
+	}
+	delete(ann, key)
+	p.Obj.SetAnnotations(ann)
+	return true
+}
+
+// recordPlanPreview puts a plan the runner read back in status.plan for
+// approval, with the exact approve command in ApplyJobSucceeded (Unknown:
+// waiting never turns Ready false).
+func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) string {
+	tc, ok := p.Obj.(*infrav1.TerraformCluster)
+	if !ok || c.Result.Plan == nil {
+		return ""
+	}
+	pl := c.Result.Plan
+	created := metav1.NewTime(c.FinishedAt)
+	tc.Status.Plan = &infrav1.PlanPreview{
+		InputsHash: job.Annotations[infrav1.InputsHashAnnotation],
+		Job:        job.Name,
+		PlanHash:   pl.Hash,
+		Add:        int32(pl.Add),
+		Change:     int32(pl.Change),
+		Destroy:    int32(pl.Destroy),
+		Resources:  pl.Resources,
+		Truncated:  pl.Truncated,
+		CreatedAt:  &created,
+	}
+	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate terraformcluster %s -n %s %s=%s --overwrite",
+		pl.Hash, pl.Add, pl.Change, pl.Destroy, tc.Name, tc.Namespace, infrav1.ApprovePlanAnnotation, pl.Hash)
+	setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
+	return msg
+}
+
+// restoreNotFound counts a restore request naming no backup once, when
+// RestoreJobSucceeded first says so.
+func restoreNotFound(p *Pass, prev *metav1.Condition) {
+	if prev == nil || prev.Reason != infrav1.RestoreBackupNotFoundReason {
+		metrics.StateRestore(string(p.Kind), "not_found")
+	}
+}
