@@ -113,3 +113,11 @@ func restoreNotFound(p *Pass, prev *metav1.Condition) {
 		metrics.StateRestore(string(p.Kind), "not_found")
 	}
 }
+
+// forgetRestore clears status.lastRestoredSerial once captf.io/restore-state
+// is gone, so a failed restore can be asked for again with the same serial.
+func forgetRestore(p *Pass) {
+	if _, ok := p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation]; !ok && p.Status().LastRestoredSerial != 0 {
+		p.Status().LastRestoredSerial = 0
+	}
+}

@@ -142,3 +142,23 @@ func TestConsumeRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestForgetRestore(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ann  map[string]string
+		want int64
+	}{
+		{"restore: with captf.io/restore-state removed the serial is forgotten, so it can be asked for again", nil, 0},
+		{"restore: while captf.io/restore-state is set the serial is kept (not retried for that serial)", map[string]string{infrav1.RestoreStateAnnotation: "7"}, 7},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obj := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Annotations: c.ann}}
+			obj.Status.LastRestoredSerial = 7
+			forgetRestore(&Pass{Obj: obj, Kind: decide.KindMachine})
+			if obj.Status.LastRestoredSerial != c.want {
+				t.Fatalf("status.lastRestoredSerial = %d, want %d", obj.Status.LastRestoredSerial, c.want)
+			}
+		})
+	}
+}

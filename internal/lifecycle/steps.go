@@ -148,6 +148,7 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	} else {
 		p.Status().ActiveJob = nil
 	}
+	forgetRestore(p)
 	return nil
 }
 
