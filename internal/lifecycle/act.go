@@ -55,10 +55,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 			Successful: int(p.Policy.SuccessfulJobsHistoryLimit),
 			Failed:     int(p.Policy.FailedJobsHistoryLimit),
 		},
-		Drift: decide.DriftSettings{
-			ManagerDefault: f.Options.DriftDefaultInterval,
-			Action:         p.driftAction(),
-		},
+		Drift:            f.driftSettings(p),
 		PendingRefreshes: int(s.PendingRefreshes),
 	}
 	if p.OwnerWait != nil {
@@ -94,21 +91,14 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	if c := condition(p, infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
 		obs.DriftFound = true
 	}
-	// The object's own drift interval, and its cluster's defaults.
 	switch t := o.(type) {
 	case *infrav1.TerraformCluster:
 		obs.ApplyPolicy = t.Spec.ApplyPolicy
-		if t.Spec.Drift != nil {
-			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
 		if t.Status.Plan != nil {
 			obs.Plan = &decide.PlanPreview{InputsHash: t.Status.Plan.InputsHash, PlanHash: t.Status.Plan.PlanHash,
 				NoChanges: t.Status.Plan.Add == 0 && t.Status.Plan.Change == 0 && t.Status.Plan.Destroy == 0}
 		}
 	case *infrav1.TerraformMachine:
-		if t.Spec.Drift != nil {
-			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
 		if r := t.Spec.Remediation; r != nil {
 			obs.Remediation.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
 			if r.HealthCheckIntervalSeconds != nil {
@@ -116,9 +106,6 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 			}
 		}
 	case *infrav1.TerraformMachinePool:
-		if t.Spec.Drift != nil {
-			obs.Drift.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
 		if t.Spec.MembershipRefreshIntervalSeconds != nil {
 			obs.MembershipRefreshIntervalSeconds = *t.Spec.MembershipRefreshIntervalSeconds
 		}
@@ -127,11 +114,6 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 			replicas = *t.Status.Replicas
 		}
 		obs.MembershipConverging = t.Status.Replicas != nil && int32(len(t.Spec.ProviderIDList)) != replicas
-	}
-	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
-		if d := p.TerraformCluster.Spec.Defaults; d != nil && d.Drift != nil {
-			obs.Drift.DefaultsIntervalSeconds = d.Drift.IntervalSeconds
-		}
 	}
 	if h := p.health; h != "" {
 		obs.Health = h
@@ -144,6 +126,32 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	obs.DependentsExist = p.dependentsExist
 	_ = ws
 	return obs
+}
+
+// driftSettings are the object's drift settings: its own interval and
+// action, its cluster's defaults and the manager's default.
+func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
+	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, Action: p.driftAction()}
+	switch t := p.Obj.(type) {
+	case *infrav1.TerraformCluster:
+		if t.Spec.Drift != nil {
+			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+	case *infrav1.TerraformMachine:
+		if t.Spec.Drift != nil {
+			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+	case *infrav1.TerraformMachinePool:
+		if t.Spec.Drift != nil {
+			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
+		}
+	}
+	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
+		if dd := p.TerraformCluster.Spec.Defaults; dd != nil && dd.Drift != nil {
+			d.DefaultsIntervalSeconds = dd.Drift.IntervalSeconds
+		}
+	}
+	return d
 }
 
 // act carries out the decision.
@@ -267,13 +275,20 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
 			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
 	}
+	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
 		}
+		created = false
 		if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 			return fmt.Errorf("failed to read Job %s: %w", plan.Name, err)
 		}
+	}
+	if created && op == infrav1.OperationApply && d.Reason == decide.ReasonInputsChanged {
+		// Counted when the apply's Job is created, once: a pass that finds
+		// the Job already there counted it before.
+		metrics.InputsHashChanged(string(p.Kind))
 	}
 	secret, err := jobs.RunSecret(run, job)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -160,6 +161,15 @@ type Pass struct {
 	// dependentsExist: a deleting TerraformCluster still has machines or
 	// pools.
 	dependentsExist bool
+	// before are the conditions whose transitions feed a counter, as the
+	// pass read them (metrics.go).
+	before map[string]metav1.Condition
+	// pods are the newest runner pod of each of the object's Jobs, by Job
+	// name.
+	pods map[string]*corev1.Pod
+	// backupSkippedUnreadable: the backup step skipped a state it could not
+	// read.
+	backupSkippedUnreadable bool
 }
 
 // Sample reports which operation's Job, bookkept this pass, the state's

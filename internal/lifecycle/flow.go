@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -65,11 +66,17 @@ var errStop = errors.New("stop")
 func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	obj := f.Adapter.New()
 	if err := f.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone, also when its finalizer was removed by hand: its
+			// per-object series go with it.
+			metrics.ObjectDeleted(string(f.Adapter.Kind()), req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(string(f.Adapter.Kind()), client.ObjectKeyFromObject(obj))
 	ctx = ctrl.LoggerInto(ctx, log)
 	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now()}
+	snapshotConditions(p)
 
 	// Preamble.
 	if externallyManaged(p) {

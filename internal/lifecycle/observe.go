@@ -8,12 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -139,6 +141,25 @@ func (f *Flow) backups(ctx context.Context, p *Pass, readErr error) error {
 		Deleting: !p.Obj.GetDeletionTimestamp().IsZero(),
 		Now:      p.Now,
 	})
+	kind := string(p.Kind)
+	if out.Taken != nil {
+		metrics.StateBackup(kind, metrics.BackupTaken)
+	}
+	for range out.Pruned {
+		metrics.StateBackup(kind, metrics.BackupPruned)
+	}
+	if out.Skipped {
+		ctrl.LoggerFrom(ctx).Info("State not backed up", "reason", out.SkipReason)
+		if err != nil {
+			// A failed copy is counted each time it fails; the next pass
+			// copies the serial again.
+			metrics.StateBackup(kind, metrics.BackupSkipped)
+		} else {
+			// An unreadable state is skipped on every pass; it is counted
+			// once, when StateReadable turns False (transitionMetrics).
+			p.backupSkippedUnreadable = true
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("failed to back up the state: %w", err)
 	}

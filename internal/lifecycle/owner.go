@@ -11,6 +11,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
 
 // LookupCluster finds a machine's or pool's Cluster, by the object's
@@ -85,6 +86,7 @@ func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm 
 		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("failed to request remediation of Machine %s: %w", m.Name, err)
 		}
+		metrics.RemediationRequest(metrics.RemediationRequested)
 		f.Event(p, corev1.EventTypeWarning, infrav1.RemediationRequestedEvent, "Requested remediation of Machine "+m.Name+": "+why)
 	case action == decide.RemediationWithdraw && ours:
 		delete(m.Annotations, infrav1.RemediateMachineAnnotation)
@@ -92,6 +94,7 @@ func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm 
 		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("failed to withdraw remediation of Machine %s: %w", m.Name, err)
 		}
+		metrics.RemediationRequest(metrics.RemediationWithdrawn)
 		f.Event(p, corev1.EventTypeNormal, infrav1.RemediationWithdrawnEvent, "Withdrew the remediation request of Machine "+m.Name)
 	}
 	return nil

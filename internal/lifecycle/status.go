@@ -135,6 +135,10 @@ func (f *Flow) objectMetrics(p *Pass) {
 	if r := p.Inputs.Rendered; r != nil {
 		metrics.SetInputsBytes(kind, ns, name, r.Size())
 	}
+	if m, ok := p.Obj.(*infrav1.TerraformMachine); ok {
+		metrics.SetUnhealthySamples(ns, name, int(m.Status.UnhealthySamples))
+	}
+	f.scheduleMetrics(p)
 }
 
 // patchStatus writes the object's status (and the metadata the pass
@@ -153,5 +157,6 @@ func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper) e
 	if err := helper.Patch(ctx, p.Obj, patch.WithOwnedConditions{Conditions: ownedConditions}); err != nil {
 		return fmt.Errorf("failed to patch %s: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}
+	f.transitionMetrics(p)
 	return f.markBookkept(ctx, p)
 }

@@ -98,6 +98,7 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 			podOf[name] = pod
 		}
 	}
+	p.pods = podOf
 	// Oldest first, so the newest finished Job's result is what status keeps.
 	sort.Slice(list.Items, func(i, j int) bool {
 		return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
@@ -253,13 +254,14 @@ func (f *Flow) jobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jo
 	metrics.JobFinished(kind, string(op), c.Outcome.MetricResult(), d)
 	if c.Outcome == jobs.OutcomeSucceeded {
 		metrics.SetLastSuccess(kind, p.Obj.GetNamespace(), p.Obj.GetName(), string(op), c.FinishedAt)
-		return
+	} else {
+		step := "none"
+		if c.Result.LastRun.Error != nil && c.Result.LastRun.Error.Step != "" {
+			step = metrics.StepLabel(c.Result.LastRun.Error.Step)
+		}
+		metrics.JobError(kind, string(op), c.ErrorKind(), step)
 	}
-	step := "none"
-	if c.Result.LastRun.Error != nil && c.Result.LastRun.Error.Step != "" {
-		step = metrics.StepLabel(c.Result.LastRun.Error.Step)
-	}
-	metrics.JobError(kind, string(op), c.ErrorKind(), step)
+	f.finishedJobMetrics(p, job, op, c)
 }
 
 // jobEvent emits the one event a finished Job gets.
