@@ -15,6 +15,7 @@ locals {
 # The stand-in for the network and load balancer. Tagged like every resource
 # a real module creates (captf_tags).
 resource "terraform_data" "substrate" {
+  triggers_replace = var.replace_token
   input = {
     cluster                   = var.captf_cluster
     object                    = var.captf_object

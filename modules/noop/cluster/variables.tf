@@ -83,3 +83,10 @@ variable "extra_tags" {
   type    = map(string)
   default = {}
 }
+
+# Any change replaces the stand-in resource: a destructive plan on demand,
+# for trying the destructive-plan guard (book: Plan Approval).
+variable "replace_token" {
+  type    = string
+  default = null
+}
