@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -9,7 +10,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -17,6 +23,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
 // series reads one series of the manager's registry: a counter's or
@@ -573,5 +580,87 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	metrics.ObjectDeleted("TerraformCluster", tc.Namespace, tc.Name)
 	if readSeries(t, "captf_last_success_timestamp_seconds", labels("apply")).found {
 		t.Error("the apply series outlived the object")
+	}
+}
+
+// TestSyncRemediationCountsRequests: remediation_requests_total counts a
+// remediate-machine annotation CAPTF sets (requested) and the one it
+// removes again (withdrawn), once each; a pass that finds the Machine as
+// wanted writes nothing and counts nothing. A fake client stands in for
+// the API server: only the Machine patch is exercised.
+func TestSyncRemediationCountsRequests(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clusterv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(m).Build()
+	yes := true
+	tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
+	tm.Spec.Remediation = &infrav1.MachineRemediation{AnnotateMachine: &yes}
+	f := &Flow{}
+	p := &Pass{Obj: tm, Kind: decide.KindMachine}
+	p.SetProvisioned()
+	requested := func() float64 {
+		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "requested"}).value
+	}
+	withdrawn := func() float64 {
+		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "withdrawn"}).value
+	}
+	r0, w0 := requested(), withdrawn()
+	sync := func() {
+		t.Helper()
+		got := &clusterv1.Machine{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), got); err != nil {
+			t.Fatal(err)
+		}
+		if err := SyncRemediation(context.Background(), c, f, p, tm, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCondition(p, infrav1.InfrastructureHealthyCondition, metav1.ConditionFalse, infrav1.InstanceTerminatedReason, "")
+	sync()
+	sync()
+	if d := requested() - r0; d != 1 {
+		t.Errorf("remediation_requests_total{action=requested} grew by %v over two passes, want 1", d)
+	}
+	setCondition(p, infrav1.InfrastructureHealthyCondition, metav1.ConditionTrue, infrav1.HealthyReason, "")
+	sync()
+	sync()
+	if d := withdrawn() - w0; d != 1 {
+		t.Errorf("remediation_requests_total{action=withdrawn} grew by %v over two passes, want 1", d)
+	}
+}
+
+// TestBackupsSkipUnreadableOnce: state_backups_total counts a state it
+// cannot read as skipped once, when StateReadable turns False, not on
+// every pass that skips it. A fake client stands in for the API server
+// (it holds no backup sets).
+func TestBackupsSkipUnreadableOnce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	f := &Flow{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), Options: Options{StateBackups: 5}}
+	tc := testCluster("backups")
+	readErr := &state.ReadError{Reason: state.ReasonEncrypted, Kind: state.ErrEncrypted}
+	skipped := func() float64 {
+		return readSeries(t, "captf_state_backups_total", map[string]string{"kind": "TerraformCluster", "result": "skipped"}).value
+	}
+	s0 := skipped()
+	for range 3 {
+		p := &Pass{Obj: tc, Kind: decide.KindCluster, Now: time.Now()}
+		snapshotConditions(p)
+		setCondition(p, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateEncryptedReason, readErr.Error())
+		if err := f.backups(context.Background(), p, readErr); err != nil {
+			t.Fatal(err)
+		}
+		if !p.backupSkippedUnreadable {
+			t.Fatal("the backup step did not report the unreadable state as skipped")
+		}
+		f.transitionMetrics(p)
+	}
+	if d := skipped() - s0; d != 1 {
+		t.Fatalf("state_backups_total{result=skipped} grew by %v over three passes of one unreadable state, want 1", d)
 	}
 }
