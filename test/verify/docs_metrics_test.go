@@ -143,7 +143,7 @@ func docsExerciseMetrics(t *testing.T) {
 func docsRecordedMetrics(root string) (map[string]bool, error) {
 	pkgDir := filepath.Join(root, "internal", "metrics")
 	fset := token.NewFileSet()
-	varMetric := map[string]string{}  // collector variable -> metric name
+	varMetric := map[string]string{}    // collector variable -> metric name
 	helperVars := map[string][]string{} // exported helper -> variables it names
 	files, err := filepath.Glob(filepath.Join(pkgDir, "*.go"))
 	if err != nil {
