@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -447,4 +446,3 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
 }
 
-var _ = strconv.Itoa

@@ -62,8 +62,17 @@ func (p *Pass) SetCondition(t string, status metav1.ConditionStatus, reason, mes
 	setCondition(p, t, status, reason, message)
 }
 
-// condition returns a condition of the object, nil when unset.
-func condition(p *Pass, t string) *metav1.Condition { return conditions.Get(p.Obj, t) }
+// condition returns a copy of a condition of the object, nil when unset. A
+// copy, because setting the condition changes the object's own in place: a
+// caller comparing before and after would see only after.
+func condition(p *Pass, t string) *metav1.Condition {
+	c := conditions.Get(p.Obj, t)
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
+}
 
 // setDefaults sets the conditions every object carries from its first
 // reconcile, when nothing set them this pass.
