@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+)
+
+// TestClusterDriftRemediation follows the book's Drift page for a
+// TerraformCluster with action Remediate: the infrastructure is changed out
+// of band (here the no-op module's stand-in resource, edited in the state the
+// kubernetes backend keeps), the next drift check finds it (DriftDetected
+// True, a DriftDetected event), a remediation apply re-applies the recorded
+// inputs (DriftRemediationStarted), and the check after it finds none
+// (DriftResolved, DriftDetected False/NoDrift).
+func TestClusterDriftRemediation(t *testing.T) {
+	w := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	const ns, name = "team-drift", "drifty"
+	w.namespace(ctx, "captf-system")
+	w.namespace(ctx, ns)
+	identity, err := framework.Template(root(t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range identity {
+		w.create(ctx, o)
+	}
+	w.create(ctx,
+		&clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name}},
+		},
+		&infrav1.TerraformCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Spec: infrav1.TerraformClusterSpec{
+				WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
+				IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
+				Drift:         &infrav1.DriftPolicy{IntervalSeconds: ptr.To[int32](10), Action: infrav1.DriftActionRemediate},
+			},
+		})
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	tc := &infrav1.TerraformCluster{}
+	driftCond := func() metav1.Condition {
+		for _, c := range tc.Status.Conditions {
+			if c.Type == infrav1.DriftDetectedCondition {
+				return c
+			}
+		}
+		return metav1.Condition{}
+	}
+	w.eventually(ctx, 5*time.Minute, "the first drift check to find nothing", func() (bool, string) {
+		if err := w.c.Get(ctx, key, tc); err != nil {
+			return false, err.Error()
+		}
+		ok, why := ready(tc)
+		c := driftCond()
+		return ok && c.Status == metav1.ConditionFalse && c.Reason == infrav1.NoDriftReason, why + "; DriftDetected " + c.Reason
+	})
+
+	// Out of band: someone changes the stand-in resource.
+	if err := editState(ctx, w.c, ns, name, func(st map[string]any) error {
+		for _, r := range st["resources"].([]any) {
+			res := r.(map[string]any)
+			if res["type"] != "terraform_data" || res["name"] != "substrate" {
+				continue
+			}
+			attrs := res["instances"].([]any)[0].(map[string]any)["attributes"].(map[string]any)
+			value := attrs["input"].(map[string]any)["value"].(map[string]any)
+			value["endpoint"].(map[string]any)["host"] = "changed-by-hand.invalid"
+			return nil
+		}
+		return fmt.Errorf("no terraform_data.substrate in the state")
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	w.eventually(ctx, 5*time.Minute, "the drift to be found, remediated and found gone", func() (bool, string) {
+		var evs eventsv1.EventList
+		if err := w.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "TerraformCluster" {
+				seen[e.Reason] = true
+			}
+		}
+		if err := w.c.Get(ctx, key, tc); err != nil {
+			return false, err.Error()
+		}
+		c := driftCond()
+		done := seen[infrav1.DriftDetectedEvent] && seen[infrav1.DriftRemediationStartedEvent] && seen[infrav1.DriftResolvedEvent] &&
+			c.Status == metav1.ConditionFalse && c.Reason == infrav1.NoDriftReason
+		return done, fmt.Sprintf("events %v; DriftDetected %s/%s", seen, c.Status, c.Reason)
+	})
+	if ok, why := ready(tc); !ok {
+		t.Errorf("the cluster is not Ready after the remediation: %s", why)
+	}
+}
+
+// editState rewrites the state the kubernetes backend keeps for a
+// TerraformCluster (the gzip JSON under "tfstate"), keeping its serial, as
+// an out-of-band change to the infrastructure would look to the next
+// refresh-less plan.
+func editState(ctx context.Context, c client.Client, ns, name string, edit func(map[string]any) error) error {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+		"tfstate": "true", infrav1.OwnerKindLabel: "TerraformCluster", infrav1.OwnerNameLabel: name}); err != nil {
+		return err
+	}
+	if len(list.Items) != 1 {
+		return fmt.Errorf("%d state Secrets for TerraformCluster %s, want 1", len(list.Items), name)
+	}
+	s := &list.Items[0]
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	if err := edit(st); err != nil {
+		return err
+	}
+	out, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(out); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	s.Data["tfstate"] = buf.Bytes()
+	return c.Update(ctx, s)
+}
