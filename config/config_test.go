@@ -487,7 +487,7 @@ func TestManagerRunsWithTheShippedRBAC(t *testing.T) {
 	tmt.Spec.Template.Spec.Jobs = &infrav1.JobPolicy{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}}
 	create(t, admin, tmt)
 
-	eventually(t, "the identity Ready True, read and written as the manager", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "the identity Ready True, read and written as the manager", func() (bool, string) {
 		id := &infrav1.TerraformClusterIdentity{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: "rbac-check"}, id); err != nil {
 			return false, err.Error()
@@ -495,7 +495,7 @@ func TestManagerRunsWithTheShippedRBAC(t *testing.T) {
 		r := meta.FindStatusCondition(id.Status.Conditions, infrav1.ReadyCondition)
 		return r != nil && r.Status == metav1.ConditionTrue, fmt.Sprint(r)
 	})
-	eventually(t, "the template's CapacityResolved written as the manager", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "the template's CapacityResolved written as the manager", func() (bool, string) {
 		got := &infrav1.TerraformMachineTemplate{}
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(tmt), got); err != nil {
 			return false, err.Error()
@@ -503,7 +503,7 @@ func TestManagerRunsWithTheShippedRBAC(t *testing.T) {
 		r := meta.FindStatusCondition(got.Status.Conditions, infrav1.CapacityResolvedCondition)
 		return r != nil && r.Reason == infrav1.ImageInspectFailedReason, fmt.Sprint(r)
 	})
-	eventually(t, "the leader Lease held", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "the leader Lease held", func() (bool, string) {
 		l := &unstructured.Unstructured{}
 		l.SetAPIVersion("coordination.k8s.io/v1")
 		l.SetKind("Lease")
@@ -550,21 +550,6 @@ func (b *lockedBuffer) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-}
-
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := f()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
 }
 
 // The shipped files are the ones kustomize reads: nothing under config/

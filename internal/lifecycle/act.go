@@ -445,4 +445,3 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	}
 	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
 }
-

@@ -94,52 +94,6 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// testLog collects the manager's log and shows it only when the test
-// fails; writes after the test ends (goroutines still stopping) are
-// dropped.
-type testLog struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	closed bool
-}
-
-func newTestLog(t *testing.T) *testLog {
-	l := &testLog{}
-	t.Cleanup(func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.closed = true
-		if t.Failed() {
-			t.Log(l.buf.String())
-		}
-	})
-	return l
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := f()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
-}
-
 func testOptions(t *testing.T) Options {
 	o := DefaultOptions()
 	o.RunnerImage = image
@@ -147,7 +101,7 @@ func testOptions(t *testing.T) Options {
 	o.HealthAddr = freeAddr(t)
 	o.SyncPeriod = 2 * time.Second
 	o.SkipControllerNameValidation = true
-	o.Logger = zap.New(zap.UseDevMode(true), zap.WriteTo(newTestLog(t)))
+	o.Logger = zap.New(zap.UseDevMode(true), zap.WriteTo(envtest.TestLog(t)))
 	return o
 }
 
@@ -255,7 +209,7 @@ func TestManagerInProcess(t *testing.T) {
 
 	t.Run("health and readiness probes answer on --health-addr", func(t *testing.T) {
 		for _, p := range []string{"/healthz", "/readyz"} {
-			eventually(t, p, func() (bool, string) {
+			envtest.Eventually(t, 60*time.Second, p, func() (bool, string) {
 				code, body, err := get("http://"+o.HealthAddr+p, "")
 				return err == nil && code == http.StatusOK, fmt.Sprint(code, body, err)
 			})
@@ -263,7 +217,7 @@ func TestManagerInProcess(t *testing.T) {
 	})
 
 	t.Run("leader election takes the Lease controller-leader-election-captf", func(t *testing.T) {
-		eventually(t, "the leader Lease", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "the leader Lease", func() (bool, string) {
 			l := &coordinationv1.Lease{}
 			err := c.Get(ctx, client.ObjectKey{Namespace: "captf-system", Name: LeaderElectionID}, l)
 			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Sprint(err)
@@ -271,14 +225,14 @@ func TestManagerInProcess(t *testing.T) {
 	})
 
 	t.Run("the main cache holds only captf.io/managed=true Secrets", func(t *testing.T) {
-		eventually(t, "the managed Secret cached", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "the managed Secret cached", func() (bool, string) {
 			got := secretNames(t, mgr.GetClient(), client.InNamespace("tenant"))
 			return slices.Equal(got, []string{"tenant/state"}), strings.Join(got, ",")
 		})
 	})
 
 	t.Run("the variables cache holds captf.io/variables=true Secrets without their data", func(t *testing.T) {
-		eventually(t, "the variables Secret cached", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "the variables Secret cached", func() (bool, string) {
 			got := secretNames(t, w.Variables, client.InNamespace("tenant"))
 			return slices.Equal(got, []string{"tenant/vars"}), strings.Join(got, ",")
 		})
@@ -303,7 +257,7 @@ func TestManagerInProcess(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "wired"},
 			Spec:       infrav1.TerraformClusterIdentitySpec{SecretRef: infrav1.SecretReference{Name: "none", Namespace: "tenant"}},
 		})
-		eventually(t, "Ready", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "Ready", func() (bool, string) {
 			id := &infrav1.TerraformClusterIdentity{}
 			if err := c.Get(ctx, client.ObjectKey{Name: "wired"}, id); err != nil {
 				return false, err.Error()
@@ -314,7 +268,7 @@ func TestManagerInProcess(t *testing.T) {
 	})
 
 	t.Run("the orphan sweep removes runner objects from namespaces with no Terraform object", func(t *testing.T) {
-		eventually(t, "the orphan ServiceAccount swept", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "the orphan ServiceAccount swept", func() (bool, string) {
 			err := c.Get(ctx, client.ObjectKey{Namespace: "orphan", Name: "captf-runner"}, &corev1.ServiceAccount{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
@@ -322,7 +276,7 @@ func TestManagerInProcess(t *testing.T) {
 
 	t.Run("diagnostics are authenticated and authorized by default", func(t *testing.T) {
 		url := "https://" + o.DiagnosticsAddress + "/metrics"
-		eventually(t, "401 without a token", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "401 without a token", func() (bool, string) {
 			code, _, err := get(url, "")
 			return err == nil && code == http.StatusUnauthorized, fmt.Sprint(code, err)
 		})
@@ -340,7 +294,7 @@ func TestManagerInProcess(t *testing.T) {
 		)
 		token := serviceAccountToken(t, c, "tenant", "scraper")
 		var body string
-		eventually(t, "200 with /metrics access", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "200 with /metrics access", func() (bool, string) {
 			var code int
 			code, body, err = get(url, token)
 			return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
@@ -373,14 +327,14 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 	o.InsecureDiagnostics = true
 	mgr, _ := run(t, o)
 
-	eventually(t, "only scoped-a cached", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "only scoped-a cached", func() (bool, string) {
 		got := secretNames(t, mgr.GetCache(), client.InNamespace("scoped-a"))
 		return slices.Equal(got, []string{"scoped-a/state-a"}), strings.Join(got, ",")
 	})
 	if err := mgr.GetCache().List(context.Background(), &corev1.SecretList{}, client.InNamespace("scoped-b")); err == nil {
 		t.Errorf("a namespace outside --namespace was readable from the cache")
 	}
-	eventually(t, "plain /metrics", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "plain /metrics", func() (bool, string) {
 		code, body, err := get("http://"+o.DiagnosticsAddress+"/metrics", "")
 		return err == nil && code == http.StatusOK && strings.Contains(body, "captf_build_info"), fmt.Sprint(code, err)
 	})
@@ -423,11 +377,11 @@ func TestManagerCommandAgainstAKubeconfig(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
 	t.Cleanup(func() { _ = c.Process.Kill() })
-	eventually(t, "/readyz", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "/readyz", func() (bool, string) {
 		code, _, err := get("http://"+health+"/readyz", "")
 		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
 	})
-	eventually(t, "/metrics", func() (bool, string) {
+	envtest.Eventually(t, 60*time.Second, "/metrics", func() (bool, string) {
 		code, body, err := get("http://"+diag+"/metrics", "")
 		return err == nil && code == http.StatusOK && strings.Contains(body, "captf_build_info"), fmt.Sprint(code, err)
 	})

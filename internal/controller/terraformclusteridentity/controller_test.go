@@ -1,13 +1,11 @@
 package terraformclusteridentity
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,7 +65,7 @@ func startManager(t *testing.T, o Options) client.Client {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Logger:  zap.New(zap.UseDevMode(true), zap.WriteTo(newTestLog(t))),
+		Logger:  zap.New(zap.UseDevMode(true), zap.WriteTo(envtest.TestLog(t))),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Each test runs its own manager in this one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -95,52 +93,6 @@ func startManager(t *testing.T, o Options) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// testLog collects the manager's log and shows it only when the test
-// fails; writes after the test ends (goroutines still stopping) are
-// dropped.
-type testLog struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	closed bool
-}
-
-func newTestLog(t *testing.T) *testLog {
-	l := &testLog{}
-	t.Cleanup(func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.closed = true
-		if t.Failed() {
-			t.Log(l.buf.String())
-		}
-	})
-	return l
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := f()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
 }
 
 func create(t *testing.T, c client.Client, objs ...client.Object) {
@@ -219,11 +171,11 @@ func TestIdentityStatus(t *testing.T) {
 	create(t, c, newIdentity("cloud", nil))
 
 	t.Run("missing Secret is Ready False/SecretNotFound with a Warning event in default", func(t *testing.T) {
-		eventually(t, "Ready False", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "Ready False", func() (bool, string) {
 			_, r := ready(c, "cloud")
 			return r != nil && r.Status == metav1.ConditionFalse && r.Reason == infrav1.SecretNotFoundReason, "ready " + condString(r)
 		})
-		eventually(t, "IdentitySecretNotFound event", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "IdentitySecretNotFound event", func() (bool, string) {
 			evs := eventsFor(t, c, "cloud")
 			return slices.Contains(reasons(evs), infrav1.IdentitySecretNotFoundEvent), strings.Join(reasons(evs), ",")
 		})
@@ -239,11 +191,11 @@ func TestIdentityStatus(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "cloud-creds", Namespace: "captf-creds"},
 			Data:       map[string][]byte{"TOKEN": []byte(sentinel)},
 		})
-		eventually(t, "Ready True", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "Ready True", func() (bool, string) {
 			_, r := ready(c, "cloud")
 			return r != nil && r.Status == metav1.ConditionTrue && r.Reason == infrav1.SecretFoundReason, "ready " + condString(r)
 		})
-		eventually(t, "IdentitySecretFound event", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "IdentitySecretFound event", func() (bool, string) {
 			evs := eventsFor(t, c, "cloud")
 			return slices.Contains(reasons(evs), infrav1.IdentitySecretFoundEvent), strings.Join(reasons(evs), ",")
 		})
@@ -251,14 +203,14 @@ func TestIdentityStatus(t *testing.T) {
 
 	t.Run("status.namespaces follows the mirrors at once", func(t *testing.T) {
 		create(t, c, mirror("tenant-b", "cloud"), mirror("tenant-a", "cloud"), mirror("tenant-a", "other"))
-		eventually(t, "namespaces [tenant-a tenant-b]", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "namespaces [tenant-a tenant-b]", func() (bool, string) {
 			id, _ := ready(c, "cloud")
 			return id != nil && slices.Equal(id.Status.Namespaces, []string{"tenant-a", "tenant-b"}), strings.Join(id.Status.Namespaces, ",")
 		})
 		if err := c.Delete(ctx, mirror("tenant-b", "cloud")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "namespaces [tenant-a]", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "namespaces [tenant-a]", func() (bool, string) {
 			id, _ := ready(c, "cloud")
 			return id != nil && slices.Equal(id.Status.Namespaces, []string{"tenant-a"}), strings.Join(id.Status.Namespaces, ",")
 		})
@@ -281,7 +233,7 @@ func TestIdentityStatus(t *testing.T) {
 		if err := c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud-creds", Namespace: "captf-creds"}}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "Ready False", func() (bool, string) {
+		envtest.Eventually(t, 30*time.Second, "Ready False", func() (bool, string) {
 			_, r := ready(c, "cloud")
 			return r != nil && r.Status == metav1.ConditionFalse, "ready " + condString(r)
 		})
@@ -307,7 +259,7 @@ func TestWatchFilter(t *testing.T) {
 	c := startManager(t, Options{SyncPeriod: time.Second, WatchFilter: "mine"})
 	create(t, c, newIdentity("filtered-in", map[string]string{clusterv1.WatchLabel: "mine"}), newIdentity("filtered-out", nil))
 	create(t, c, namespace("tenant-f"), mirror("tenant-f", "filtered-out"))
-	eventually(t, "labeled identity reconciled", func() (bool, string) {
+	envtest.Eventually(t, 30*time.Second, "labeled identity reconciled", func() (bool, string) {
 		_, r := ready(c, "filtered-in")
 		return r != nil, "no Ready"
 	})

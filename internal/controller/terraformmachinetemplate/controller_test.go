@@ -1,13 +1,11 @@
 package terraformmachinetemplate
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,42 +74,11 @@ func envtestWanted() bool {
 	return true
 }
 
-// testLog collects the manager's log and shows it only when the test
-// fails; writes after the test ends (goroutines still stopping) are
-// dropped.
-type testLog struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	closed bool
-}
-
-func newTestLog(t *testing.T) *testLog {
-	l := &testLog{}
-	t.Cleanup(func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.closed = true
-		if t.Failed() {
-			t.Log(l.buf.String())
-		}
-	})
-	return l
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.buf.Write(p)
-	}
-	return len(p), nil
-}
-
 func startManager(t *testing.T) client.Client {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
-		Logger:     zap.New(zap.UseDevMode(true), zap.WriteTo(newTestLog(t))),
+		Logger:     zap.New(zap.UseDevMode(true), zap.WriteTo(envtest.TestLog(t))),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -135,21 +102,6 @@ func startManager(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := f()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
 }
 
 func template(namespace, name, image string, pullSecrets ...string) *infrav1.TerraformMachineTemplate {
@@ -234,7 +186,7 @@ func TestTemplateCapacity(t *testing.T) {
 
 	t.Run("both labels: CapacityResolved, capacity, nodeInfo and capacitySource.image, with an event", func(t *testing.T) {
 		create(t, c, template(ns, "small", small))
-		eventually(t, "CapacityResolved", condIs(c, ns, "small", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
+		envtest.Eventually(t, 60*time.Second, "CapacityResolved", condIs(c, ns, "small", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
 		tmt, _ := get(c, ns, "small")
 		if q := tmt.Status.Capacity[corev1.ResourceMemory]; q.Cmp(resource.MustParse("4Gi")) != 0 {
 			t.Errorf("memory %s", q.String())
@@ -245,7 +197,7 @@ func TestTemplateCapacity(t *testing.T) {
 		if tmt.Status.CapacitySource == nil || tmt.Status.CapacitySource.Image != small {
 			t.Errorf("capacitySource %+v", tmt.Status.CapacitySource)
 		}
-		eventually(t, "CapacityResolved event", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "CapacityResolved event", func() (bool, string) {
 			r := eventReasons(t, c, ns, "small")
 			return slices.Equal(r, []string{infrav1.CapacityResolvedEvent}), strings.Join(r, ",")
 		})
@@ -257,12 +209,12 @@ func TestTemplateCapacity(t *testing.T) {
 		if err := c.Update(ctx, tmt); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "capacity from the new image", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "capacity from the new image", func() (bool, string) {
 			tmt, _ := get(c, ns, "small")
 			q := tmt.Status.Capacity[corev1.ResourceCPU]
 			return q.Cmp(resource.MustParse("8")) == 0 && tmt.Status.CapacitySource.Image == large, q.String()
 		})
-		eventually(t, "a second CapacityResolved event", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "a second CapacityResolved event", func() (bool, string) {
 			r := eventReasons(t, c, ns, "small")
 			return len(r) == 2, strings.Join(r, ",")
 		})
@@ -270,7 +222,7 @@ func TestTemplateCapacity(t *testing.T) {
 
 	t.Run("an image without the labels is CapacityNotDeclared and leaves both fields unset", func(t *testing.T) {
 		create(t, c, template(ns, "plain", plain))
-		eventually(t, "CapacityNotDeclared", condIs(c, ns, "plain", metav1.ConditionTrue, infrav1.CapacityNotDeclaredReason))
+		envtest.Eventually(t, 60*time.Second, "CapacityNotDeclared", condIs(c, ns, "plain", metav1.ConditionTrue, infrav1.CapacityNotDeclaredReason))
 		tmt, _ := get(c, ns, "plain")
 		if tmt.Status.Capacity != nil || tmt.Status.NodeInfo != nil {
 			t.Errorf("status %+v", tmt.Status)
@@ -282,19 +234,19 @@ func TestTemplateCapacity(t *testing.T) {
 
 	t.Run("an invalid label is CapacityLabelInvalid", func(t *testing.T) {
 		create(t, c, template(ns, "invalid", invalid))
-		eventually(t, "CapacityLabelInvalid", condIs(c, ns, "invalid", metav1.ConditionFalse, infrav1.CapacityLabelInvalidReason))
+		envtest.Eventually(t, 60*time.Second, "CapacityLabelInvalid", condIs(c, ns, "invalid", metav1.ConditionFalse, infrav1.CapacityLabelInvalidReason))
 	})
 
 	t.Run("a missing image is ImageInspectFailed, retried until it appears", func(t *testing.T) {
 		late := reg.host + "/machine:late"
 		create(t, c, template(ns, "late", late))
-		eventually(t, "ImageInspectFailed", condIs(c, ns, "late", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
+		envtest.Eventually(t, 60*time.Second, "ImageInspectFailed", condIs(c, ns, "late", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
 		reg.push(t, "machine:late", map[string]string{CapacityLabel: `{"cpu":"4"}`})
-		eventually(t, "resolved after the push", condIs(c, ns, "late", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
+		envtest.Eventually(t, 60*time.Second, "resolved after the push", condIs(c, ns, "late", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
 		// Events are written asynchronously: wait for both, then check
 		// that no second ImageInspectFailed came with the retries.
 		want := []string{infrav1.CapacityResolvedEvent, infrav1.ImageInspectFailedEvent}
-		eventually(t, "one ImageInspectFailed (not one per retry) then CapacityResolved", func() (bool, string) {
+		envtest.Eventually(t, 60*time.Second, "one ImageInspectFailed (not one per retry) then CapacityResolved", func() (bool, string) {
 			r := eventReasons(t, c, ns, "late")
 			return slices.Equal(r, want), strings.Join(r, ",")
 		})
@@ -302,9 +254,9 @@ func TestTemplateCapacity(t *testing.T) {
 
 	t.Run("a private registry needs the template's image pull Secret", func(t *testing.T) {
 		create(t, c, template(ns, "private", privateRef, "pull"))
-		eventually(t, "ImageInspectFailed without credentials", condIs(c, ns, "private", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
+		envtest.Eventually(t, 60*time.Second, "ImageInspectFailed without credentials", condIs(c, ns, "private", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
 		create(t, c, dockerConfigSecret(ns, "pull", private.host, regUser, regPass))
-		eventually(t, "resolved with the pull Secret", condIs(c, ns, "private", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
+		envtest.Eventually(t, 60*time.Second, "resolved with the pull Secret", condIs(c, ns, "private", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
 		tmt, _ := get(c, ns, "private")
 		for _, cond := range tmt.Status.Conditions {
 			if strings.Contains(cond.Message, regPass) {
