@@ -12,11 +12,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
 // TestApprovalsAndRestore walks a TerraformCluster through the book's
@@ -40,28 +38,9 @@ func TestApprovalsAndRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const ns, name = "team-guard", "guarded"
-	w.namespace(ctx, "captf-system")
-	w.namespace(ctx, ns)
-	identity, err := framework.Template(root(t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range identity {
-		w.create(ctx, o)
-	}
-	w.create(ctx,
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name}},
-		},
-		&infrav1.TerraformCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: infrav1.TerraformClusterSpec{
-				WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
-				IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
-			},
-		})
+	w.identityFor(ctx, ns)
+	cluster, created := w.clusterObjects(ns, name, nil)
+	w.create(ctx, cluster, created)
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	tc := &infrav1.TerraformCluster{}
 	get := func() {

@@ -14,11 +14,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
 // TestClusterDriftRemediation follows the book's Drift page for a
@@ -33,31 +31,12 @@ func TestClusterDriftRemediation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const ns, name = "team-drift", "drifty"
-	w.namespace(ctx, "captf-system")
-	w.namespace(ctx, ns)
-	identity, err := framework.Template(root(t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range identity {
-		w.create(ctx, o)
-	}
-	w.create(ctx,
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name}},
-		},
-		&infrav1.TerraformCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: infrav1.TerraformClusterSpec{
-				WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
-				IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
-				Drift:         &infrav1.DriftPolicy{IntervalSeconds: ptr.To[int32](10), Action: infrav1.DriftActionRemediate},
-			},
-		})
+	w.identityFor(ctx, ns)
+	cluster, tc := w.clusterObjects(ns, name, func(s *infrav1.TerraformClusterSpec) {
+		s.Drift = &infrav1.DriftPolicy{IntervalSeconds: ptr.To[int32](10), Action: infrav1.DriftActionRemediate}
+	})
+	w.create(ctx, cluster, tc)
 	key := client.ObjectKey{Namespace: ns, Name: name}
-	tc := &infrav1.TerraformCluster{}
 	driftCond := func() metav1.Condition {
 		for _, c := range tc.Status.Conditions {
 			if c.Type == infrav1.DriftDetectedCondition {

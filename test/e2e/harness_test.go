@@ -223,3 +223,39 @@ func logReactions(t *testing.T, tl *framework.Timeline) []framework.Reaction {
 		framework.Percentile(rs, 0.95).Round(time.Millisecond), framework.Percentile(rs, 1).Round(time.Millisecond))
 	return rs
 }
+
+// identityFor creates the namespaces and the book's aws-prod identity
+// allowed in ns (templates/identity.yaml).
+func (w *world) identityFor(ctx context.Context, ns string) {
+	w.t.Helper()
+	w.namespace(ctx, "captf-system")
+	w.namespace(ctx, ns)
+	objs, err := framework.Template(root(w.t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, o := range objs {
+		w.create(ctx, o)
+	}
+}
+
+// clusterObjects are a Cluster with no control-plane object and its
+// TerraformCluster on the no-op cluster image with the aws-prod identity;
+// tune adjusts the TerraformCluster's spec.
+func (w *world) clusterObjects(ns, name string, tune func(*infrav1.TerraformClusterSpec)) (*clusterv1.Cluster, *infrav1.TerraformCluster) {
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+		Spec: infrav1.TerraformClusterSpec{
+			WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
+			IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
+		},
+	}
+	if tune != nil {
+		tune(&tc.Spec)
+	}
+	return &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name}},
+	}, tc
+}

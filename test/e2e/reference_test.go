@@ -44,21 +44,13 @@ func TestReferenceBringUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const ns, name = "team-ref", "ref"
-	w.namespace(ctx, "captf-system")
-	w.namespace(ctx, ns)
 	timeline, err := framework.StartTimeline(ctx, w.e.Config, scheme(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	jobsBefore := jobsCounted(t)
 
-	identity, err := framework.Template(root(t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range identity {
-		w.create(ctx, o)
-	}
+	w.identityFor(ctx, ns)
 	// The workload cluster's kubeconfig, in Cluster API's format.
 	kubeconfig, err := os.ReadFile(w.e.KubeconfigPath)
 	if err != nil {
@@ -78,27 +70,13 @@ func TestReferenceBringUp(t *testing.T) {
 	for i := range 3 {
 		machines = append(machines, fmt.Sprintf("%s-worker-%d", name, i))
 	}
-	objs := []client.Object{
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: clusterv1.ClusterSpec{
-				ClusterNetwork: clusterv1.ClusterNetwork{
-					APIServerPort: 6443,
-					Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
-					Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
-				},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name},
-			},
-		},
-		&infrav1.TerraformCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Spec: infrav1.TerraformClusterSpec{
-				WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
-				IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
-			},
-		},
+	cluster, tc := w.clusterObjects(ns, name, nil)
+	cluster.Spec.ClusterNetwork = clusterv1.ClusterNetwork{
+		APIServerPort: 6443,
+		Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+		Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
 	}
+	objs := []client.Object{cluster, tc}
 	for _, m := range machines {
 		labels := map[string]string{clusterv1.ClusterNameLabel: name}
 		if strings.Contains(m, "-cp-") {
