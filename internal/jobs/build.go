@@ -9,12 +9,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
 // The workload kinds that run Jobs.
@@ -28,17 +28,9 @@ const (
 // refuses a Secret whose data is over 1 MiB.
 const MaxRunSecretBytes = 1 << 20
 
-// Owner is the Terraform* object a Job runs for.
-type Owner struct {
-	// Kind is TerraformCluster, TerraformMachine or TerraformMachinePool.
-	Kind      string
-	Namespace string
-	Name      string
-	UID       types.UID
-	// ClusterName is the owning Cluster's name (the object's
-	// cluster.x-k8s.io/cluster-name label); "" when unknown.
-	ClusterName string
-}
+// Owner is the Terraform* object a Job runs for: the same description
+// internal/state uses for the state and backups it owns.
+type Owner = state.Owner
 
 // OwnerOf describes obj, a Terraform* object of the given kind; the cluster
 // name comes from its cluster.x-k8s.io/cluster-name label.

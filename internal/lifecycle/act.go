@@ -22,7 +22,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
-func jobsOwnerLabels(p *Pass) map[string]string { return jobs.OwnerLabels(p.jobsOwner()) }
+func jobsOwnerLabels(p *Pass) map[string]string { return jobs.OwnerLabels(p.owner()) }
 
 // observe fills the decision's Observation from the pass.
 func (f *Flow) observe(p *Pass) decide.Observation {
@@ -203,7 +203,7 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 	plan := d.Job
 	op := infrav1.Operation(d.Op)
 	run := &jobs.Run{
-		Owner:            p.jobsOwner(),
+		Owner:            p.owner(),
 		Policy:           &p.Policy,
 		Op:               op,
 		Attempt:          plan.Attempt,

@@ -18,7 +18,7 @@ func (f *Flow) leases() *lease.Leases {
 }
 
 func (p *Pass) claim(job string, op infrav1.Operation) lease.Claim {
-	return lease.Claim{Owner: p.jobsOwner(), Suffix: p.Suffix, Job: job, Op: op}
+	return lease.Claim{Owner: p.owner(), Suffix: p.Suffix, Job: job, Op: op}
 }
 
 // acquireLeases takes the run lease (and the cluster operation gate) for a

@@ -136,7 +136,7 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 
 // backups copies a never-seen serial into a backup set and prunes old sets.
 func (f *Flow) backups(ctx context.Context, p *Pass, readErr error) error {
-	out, err := state.SyncBackups(ctx, f.Client, p.stateOwner(), p.State, readErr, state.BackupOptions{
+	out, err := state.SyncBackups(ctx, f.Client, p.owner(), p.State, readErr, state.BackupOptions{
 		Keep:     f.Options.StateBackups,
 		Deleting: !p.Obj.GetDeletionTimestamp().IsZero(),
 		Now:      p.Now,
@@ -195,7 +195,7 @@ func (f *Flow) adopt(ctx context.Context, p *Pass) error {
 			return nil
 		}
 	}
-	patched, err := state.Adopt(ctx, f.Client, p.stateOwner(), p.State, newest.InputsHash)
+	patched, err := state.Adopt(ctx, f.Client, p.owner(), p.State, newest.InputsHash)
 	if err != nil {
 		return fmt.Errorf("failed to adopt the state: %w", err)
 	}

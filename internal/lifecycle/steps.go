@@ -62,13 +62,7 @@ func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 }
 
 // owner returns the object as internal/jobs and internal/state name it.
-func (p *Pass) jobsOwner() jobs.Owner {
-	o := jobs.OwnerOf(p.Obj, string(p.Kind))
-	o.ClusterName = p.ClusterName
-	return o
-}
-
-func (p *Pass) stateOwner() state.Owner {
+func (p *Pass) owner() state.Owner {
 	return state.OwnerOf(p.Obj, string(p.Kind), p.ClusterName)
 }
 
@@ -83,11 +77,11 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	p.PolicyErr = p.Policy.Validate()
 
 	var list batchv1.JobList
-	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.jobsOwner()))); err != nil {
+	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.owner()))); err != nil {
 		return fmt.Errorf("failed to list Jobs: %w", err)
 	}
 	var pods corev1.PodList
-	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.jobsOwner()))); err != nil {
+	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.owner()))); err != nil {
 		return fmt.Errorf("failed to list runner pods: %w", err)
 	}
 	podOf := map[string]*corev1.Pod{}
