@@ -174,6 +174,8 @@ wait:
 	if lines != nil {
 		lines.flush()
 	}
+	flush(e.stdout)
+	flush(e.stderr)
 	out := stepOutcome{
 		exit:        exitCode(cmd, waitErr),
 		seconds:     time.Since(start).Seconds(),

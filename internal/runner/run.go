@@ -208,6 +208,13 @@ func (r *runState) prepare() error {
 		if r.backupPath, err = PrepareBackup(o.Workdir, o.Config, o.RestoreChunks); err != nil {
 			return err
 		}
+	} else {
+		values, err := sensitiveValuesOf(root)
+		if err != nil {
+			return &PrepareError{fmt.Errorf("reading the sensitive values of the generated root: %w", err)}
+		}
+		r.ex.stdout = newRedactor(r.ex.stdout, values)
+		r.ex.stderr = newRedactor(r.ex.stderr, values)
 	}
 	r.ex.dir = root
 	r.ex.env = env.Env
