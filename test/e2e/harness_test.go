@@ -1,16 +1,22 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
@@ -30,12 +37,48 @@ import (
 
 var logger = logr.Discard()
 
+// managerLog keeps everything CAPTF's managers log (debug level included),
+// for the checks that no secret value reaches a log.
+var managerLog = &syncBuffer{}
+
+// captfLogger is the managers' logger: into managerLog, and to stderr too
+// with CAPTF_E2E_LOG set.
+var captfLogger logr.Logger
+
 func TestMain(m *testing.M) {
+	sink := io.Writer(managerLog)
 	if os.Getenv("CAPTF_E2E_LOG") != "" {
 		logger = zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
+		sink = io.MultiWriter(managerLog, os.Stderr)
 	}
+	captfLogger = zap.New(zap.UseDevMode(true), zap.WriteTo(sink))
 	ctrl.SetLogger(logger)
 	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// managerOptions are framework.ManagerOptions with the managers' logger.
+func managerOptions(runnerImage string) setup.Options {
+	o := framework.ManagerOptions(runnerImage)
+	o.Logger = captfLogger
+	return o
 }
 
 // world is one environment with CAPTF running in it.
@@ -98,7 +141,7 @@ func start(t *testing.T) *world {
 				return err
 			}
 			pushed <- imgs
-			return framework.RunCountedManager(ctx, e, framework.ManagerOptions(imgs.Runner), w.writes)
+			return framework.RunCountedManager(ctx, e, managerOptions(imgs.Runner), w.writes)
 		},
 	})
 	select {
@@ -258,4 +301,55 @@ func (w *world) clusterObjects(ns, name string, tune func(*infrav1.TerraformClus
 		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 			APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: name}},
 	}, tc
+}
+
+// assertNoSecret fails the test for every place a sentinel secret value
+// shows up where the Security Model says none may: the Terraform* objects
+// (status, annotations), the events, the Jobs and pods (a Job refers to
+// Secrets, never inlines them), what the managers logged since logFrom, and
+// what the Jobs' containers printed.
+func (w *world) assertNoSecret(ctx context.Context, ns string, logFrom int, sentinels ...string) {
+	w.t.Helper()
+	places := map[string]string{"the managers' log": managerLog.String()[logFrom:]}
+	if places["the managers' log"] == "" {
+		w.t.Error("the managers logged nothing to look into")
+	}
+	add := func(what string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		places[what] = string(b)
+	}
+	lists := map[string]client.ObjectList{
+		"TerraformClusters": &infrav1.TerraformClusterList{}, "TerraformMachines": &infrav1.TerraformMachineList{},
+		"TerraformMachinePools": &infrav1.TerraformMachinePoolList{}, "events": &eventsv1.EventList{},
+		"core events": &corev1.EventList{}, "Jobs": &batchv1.JobList{}, "Leases": &coordinationv1.LeaseList{},
+	}
+	for what, l := range lists {
+		if err := w.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			w.t.Fatal(err)
+		}
+		add(what, l)
+	}
+	var pods corev1.PodList
+	if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		w.t.Fatal(err)
+	}
+	add("pods", &pods)
+	for _, p := range pods.Items {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			if logs, err := w.e.Logs(ns, p.Name, c.Name); err == nil {
+				places["the log of "+p.Name+"/"+c.Name] = logs
+			}
+		}
+	}
+	for what, text := range places {
+		for _, s := range sentinels {
+			if strings.Contains(text, s) {
+				w.t.Errorf("a secret value (%s) is in %s", s, what)
+			}
+		}
+	}
+	w.t.Logf("no secret value in %d places (objects, events, Jobs, pods, the managers' log, %d container logs)", len(places), len(places)-len(lists)-2)
 }

@@ -28,7 +28,7 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := framework.RunManager(second, w.e, framework.ManagerOptions(w.images.Runner)); err != nil && second.Err() == nil {
+		if err := framework.RunManager(second, w.e, managerOptions(w.images.Runner)); err != nil && second.Err() == nil {
 			t.Errorf("second manager: %v", err)
 		}
 	}()

@@ -49,8 +49,25 @@ func TestReferenceBringUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobsBefore := jobsCounted(t)
+	logFrom := len(managerLog.String())
 
+	// Sentinel secret values (Security Model): the identity's credentials,
+	// every machine's bootstrap data and a Secret-sourced module variable.
+	const credential, bootstrap, variable = "sentinel-credential-7f3a0c", "sentinel-bootstrap-91c2d4", "sentinel-variable-5d0e6b"
 	w.identityFor(ctx, ns)
+	creds := &corev1.Secret{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: "captf-system", Name: "aws-prod"}, creds); err != nil {
+		t.Fatal(err)
+	}
+	creds.Data = map[string][]byte{"CLOUD_ACCESS_KEY_ID": []byte("id"), "CLOUD_SECRET_ACCESS_KEY": []byte(credential)}
+	creds.StringData = nil
+	if err := w.c.Update(ctx, creds); err != nil {
+		t.Fatal(err)
+	}
+	w.create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-vars", Namespace: ns, Labels: map[string]string{infrav1.VariablesLabel: "true"}},
+		Data:       map[string][]byte{"extra_tags": []byte(`{"owner":"` + variable + `"}`)},
+	})
 	// The workload cluster's kubeconfig, in Cluster API's format.
 	kubeconfig, err := os.ReadFile(w.e.KubeconfigPath)
 	if err != nil {
@@ -70,7 +87,9 @@ func TestReferenceBringUp(t *testing.T) {
 	for i := range 3 {
 		machines = append(machines, fmt.Sprintf("%s-worker-%d", name, i))
 	}
-	cluster, tc := w.clusterObjects(ns, name, nil)
+	cluster, tc := w.clusterObjects(ns, name, func(s *infrav1.TerraformClusterSpec) {
+		s.VariablesFrom = []infrav1.VariablesSource{{SecretRef: &infrav1.LocalObjectReference{Name: name + "-vars"}, Format: infrav1.VariablesFormatJSON}}
+	})
 	cluster.Spec.ClusterNetwork = clusterv1.ClusterNetwork{
 		APIServerPort: 6443,
 		Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
@@ -87,7 +106,7 @@ func TestReferenceBringUp(t *testing.T) {
 			&corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: m + "-bootstrap", Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 				Type:       clusterv1.ClusterSecretType,
-				Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+				Data:       map[string][]byte{"value": []byte("#cloud-config\n# " + bootstrap + "\n"), "format": []byte("cloud-config")},
 			},
 			&infrav1.TerraformMachine{
 				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: ns, Labels: labels},
@@ -193,6 +212,8 @@ func TestReferenceBringUp(t *testing.T) {
 	if len(reactions) != len(jobs) {
 		t.Errorf("%d of %d finished Jobs were followed by a next step", len(reactions), len(jobs))
 	}
+
+	w.assertNoSecret(ctx, ns, logFrom, credential, bootstrap, variable)
 
 	// Converged reconciles write nothing. Touch every object (a change
 	// that renders into no input), so that each is reconciled again, and

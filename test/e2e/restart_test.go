@@ -50,7 +50,7 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := framework.RunManager(ctx, e, framework.ManagerOptions(imgs.Runner)); err != nil && ctx.Err() == nil {
+			if err := framework.RunManager(ctx, e, managerOptions(imgs.Runner)); err != nil && ctx.Err() == nil {
 				t.Errorf("manager: %v", err)
 			}
 		}()
