@@ -17,3 +17,22 @@ resource "terraform_data" "instance" {
     control_plane      = var.control_plane
   }
 }
+
+# The health the test harness (or an operator trying remediation) reports
+# for this machine; nothing when health_source is unset.
+data "terraform_remote_state" "health" {
+  count   = var.health_source == null ? 0 : 1
+  backend = "kubernetes"
+  config = {
+    secret_suffix     = var.health_source
+    namespace         = var.captf_object.namespace
+    in_cluster_config = true
+  }
+  defaults = {
+    machine_health = null
+  }
+}
+
+locals {
+  reported_health = var.health_source == null ? null : data.terraform_remote_state.health[0].outputs.machine_health
+}

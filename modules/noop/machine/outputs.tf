@@ -19,5 +19,10 @@ output "interruptible" {
 }
 
 output "health" {
-  value = { state = "running", healthy = true, message = null, reasons = [] }
+  value = {
+    state   = try(local.reported_health.state, "running")
+    healthy = try(local.reported_health.healthy, true)
+    message = try(local.reported_health.message, null)
+    reasons = try(local.reported_health.reasons, [])
+  }
 }

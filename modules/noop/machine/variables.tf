@@ -58,3 +58,12 @@ variable "kubernetes_version" {
 variable "control_plane" {
   type = bool
 }
+
+# The secret_suffix of a state in the object's namespace whose output
+# machine_health, when there is one, is reported as this machine's health:
+# a way to make the stand-in instance unhealthy or terminated on demand, for
+# trying machine remediation. It is read at every refresh and drift check.
+variable "health_source" {
+  type    = string
+  default = null
+}
