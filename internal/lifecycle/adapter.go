@@ -95,6 +95,8 @@ type Pass struct {
 	Obj  Object
 	Kind decide.Kind
 	Now  time.Time
+	// fromVersion is the resourceVersion the pass started from.
+	fromVersion string
 
 	// Suffix is the state's secret_suffix.
 	Suffix string

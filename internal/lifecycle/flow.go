@@ -50,6 +50,10 @@ type Flow struct {
 	Options Options
 	// Clock returns the time; time.Now when nil.
 	Clock func() time.Time
+
+	// written guards against deciding on a cached version older than
+	// this manager's own last write (set by Setup).
+	written *written
 }
 
 func (f *Flow) now() time.Time {
@@ -75,7 +79,13 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(string(f.Adapter.Kind()), client.ObjectKeyFromObject(obj))
 	ctx = ctrl.LoggerInto(ctx, log)
-	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now()}
+	if f.written.stale(obj) {
+		// The update this manager made is on its way and wakes the
+		// object again; the requeue is a backstop.
+		log.V(4).Info("The cache is behind this manager's own update; waiting for it")
+		return ctrl.Result{RequeueAfter: staleRequeue}, nil
+	}
+	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion()}
 	snapshotConditions(p)
 
 	// Preamble.
@@ -126,6 +136,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 			}
 			if errors.Is(err, errGone) {
 				gone = true
+				f.written.forget(obj.GetUID())
 				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{RequeueAfter: p.requeue}, err
@@ -133,6 +144,9 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	}
 	return ctrl.Result{RequeueAfter: p.requeue}, nil
 }
+
+// staleRequeue backs up the wait for this manager's own update.
+const staleRequeue = 2 * time.Second
 
 // errGone: the object's finalizer was removed; it may be gone already.
 var errGone = errors.New("finalizer removed")

@@ -53,6 +53,7 @@ type ControllerOptions struct {
 // Setup registers the flow as a controller for its kind: the object, its
 // Jobs, and the Secrets and Leases that carry its owner labels.
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
+	f.written = &written{}
 	kind := string(f.Adapter.Kind())
 	obj := f.Adapter.New()
 	log := ctrl.LoggerFrom(ctx)
