@@ -105,6 +105,13 @@ func TestRecorder(t *testing.T) {
 		}
 		// Close waits a bounded time (each request has its own timeout).
 		r.Close()
+		// The recorder left behind still logs as its requests time out;
+		// let it finish before another test reconfigures the global logger.
+		select {
+		case <-r.done:
+		case <-time.After(time.Duration(eventMaxFailures+1) * eventRequestTimeout):
+			t.Fatal("the recorder's requests did not time out")
+		}
 	})
 
 	t.Run("notes are capped at 1 KiB", func(t *testing.T) {
