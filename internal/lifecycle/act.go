@@ -181,7 +181,6 @@ func (f *Flow) reportWait(p *Pass) {
 		}
 		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
 	case infrav1.RestoreBackupNotFoundReason:
-		restoreNotFound(p, condition(p, infrav1.RestoreJobSucceededCondition))
 		setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
 			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
 	case infrav1.DurableInputsMissingReason:

@@ -106,14 +106,6 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 	return msg
 }
 
-// restoreNotFound counts a restore request naming no backup once, when
-// RestoreJobSucceeded first says so.
-func restoreNotFound(p *Pass, prev *metav1.Condition) {
-	if prev == nil || prev.Reason != infrav1.RestoreBackupNotFoundReason {
-		metrics.StateRestore(string(p.Kind), "not_found")
-	}
-}
-
 // forgetRestore clears status.lastRestoredSerial once captf.io/restore-state
 // is gone, so a failed restore can be asked for again with the same serial.
 func forgetRestore(p *Pass) {

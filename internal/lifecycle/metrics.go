@@ -26,6 +26,7 @@ var transitionConditions = []string{
 	infrav1.StateReadableCondition,
 	infrav1.OutputsValidCondition,
 	infrav1.IdentityAllowedCondition,
+	infrav1.RestoreJobSucceededCondition,
 }
 
 // snapshotConditions copies the transition conditions the object carries
@@ -88,6 +89,9 @@ type transitions struct {
 	// up (captf_state_backups_total{result="skipped"}, once per
 	// transition).
 	backupSkipped bool
+	// restoreNotFound: a restore request names no backup
+	// (captf_state_restores_total{result="not_found"}).
+	restoreNotFound bool
 }
 
 // passTransitions compares the conditions of a pass before and after it.
@@ -101,6 +105,9 @@ func passTransitions(before, after func(string) *metav1.Condition, unreadableSki
 	}
 	if ob, oa := before(infrav1.OutputsValidCondition), after(infrav1.OutputsValidCondition); enteredFalse(ob, oa) {
 		t.outputsInvalid = oa.Reason
+	}
+	if rb, ra := before(infrav1.RestoreJobSucceededCondition), after(infrav1.RestoreJobSucceededCondition); enteredFalse(rb, ra) {
+		t.restoreNotFound = ra.Reason == infrav1.RestoreBackupNotFoundReason
 	}
 	if ia := after(infrav1.IdentityAllowedCondition); ia != nil {
 		t.identityDenied = identity.DeniedTransition(before(infrav1.IdentityAllowedCondition), *ia)
@@ -125,6 +132,9 @@ func (f *Flow) transitionMetrics(p *Pass) {
 	}
 	if t.identityDenied != "" {
 		metrics.IdentityDenied(t.identityDenied)
+	}
+	if t.restoreNotFound {
+		metrics.StateRestore(kind, "not_found")
 	}
 }
 

@@ -121,6 +121,7 @@ func TestPassTransitions(t *testing.T) {
 	type conds map[string]*metav1.Condition
 	get := func(c conds) func(string) *metav1.Condition { return func(t string) *metav1.Condition { return c[t] } }
 	sr, ov, ia := infrav1.StateReadableCondition, infrav1.OutputsValidCondition, infrav1.IdentityAllowedCondition
+	rj := infrav1.RestoreJobSucceededCondition
 	for _, c := range []struct {
 		name          string
 		before, after conds
@@ -188,6 +189,20 @@ func TestPassTransitions(t *testing.T) {
 			name:   "identity_denied_total: a denial that stays counts nothing",
 			before: conds{ia: cond(ia, "False", infrav1.NamespaceNotAllowedReason)},
 			after:  conds{ia: cond(ia, "False", infrav1.NamespaceNotAllowedReason)},
+		},
+		{
+			name:  "state_restores_total not_found: a restore request naming no backup",
+			after: conds{rj: cond(rj, "False", infrav1.RestoreBackupNotFoundReason)},
+			want:  transitions{restoreNotFound: true},
+		},
+		{
+			name:   "state_restores_total not_found: a request still naming no backup counts nothing",
+			before: conds{rj: cond(rj, "False", infrav1.RestoreBackupNotFoundReason)},
+			after:  conds{rj: cond(rj, "False", infrav1.RestoreBackupNotFoundReason)},
+		},
+		{
+			name:  "state_restores_total: a failed restore Job is not not_found",
+			after: conds{rj: cond(rj, "False", infrav1.RestoreFailedReason)},
 		},
 		{
 			name:  "identity_denied_total: a missing identity Secret is no denial",
