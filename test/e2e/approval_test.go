@@ -9,7 +9,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,14 +47,7 @@ func TestApprovalsAndRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cond := func(typ string) metav1.Condition {
-		for _, c := range tc.Status.Conditions {
-			if c.Type == typ {
-				return c
-			}
-		}
-		return metav1.Condition{}
-	}
+	cond := func(typ string) metav1.Condition { return conditionOf(tc, typ) }
 	settled := func() (bool, string) {
 		get()
 		ok, why := ready(tc)
@@ -159,16 +151,7 @@ func TestApprovalsAndRestore(t *testing.T) {
 			why + "; ApplyJobSucceeded " + c.Reason
 	})
 
-	var evs eventsv1.EventList
-	if err := w.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, e := range evs.Items {
-		if e.Regarding.Kind == "TerraformCluster" {
-			seen[e.Reason]++
-		}
-	}
+	seen := w.eventCounts(ctx, ns, "TerraformCluster")
 	for _, r := range []string{infrav1.DestructivePlanBlockedEvent, infrav1.StateRestoredEvent, infrav1.PlanReadyEvent, infrav1.PlanApprovedEvent, infrav1.PlanAppliedEvent} {
 		if seen[r] != 1 {
 			t.Errorf("%d %s events, want 1", seen[r], r)

@@ -1,17 +1,12 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,14 +32,7 @@ func TestClusterDriftRemediation(t *testing.T) {
 	})
 	w.create(ctx, cluster, tc)
 	key := client.ObjectKey{Namespace: ns, Name: name}
-	driftCond := func() metav1.Condition {
-		for _, c := range tc.Status.Conditions {
-			if c.Type == infrav1.DriftDetectedCondition {
-				return c
-			}
-		}
-		return metav1.Condition{}
-	}
+	driftCond := func() metav1.Condition { return conditionOf(tc, infrav1.DriftDetectedCondition) }
 	w.eventually(ctx, 5*time.Minute, "the first drift check to find nothing", func() (bool, string) {
 		if err := w.c.Get(ctx, key, tc); err != nil {
 			return false, err.Error()
@@ -72,21 +60,12 @@ func TestClusterDriftRemediation(t *testing.T) {
 	}
 
 	w.eventually(ctx, 5*time.Minute, "the drift to be found, remediated and found gone", func() (bool, string) {
-		var evs eventsv1.EventList
-		if err := w.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		seen := map[string]bool{}
-		for _, e := range evs.Items {
-			if e.Regarding.Kind == "TerraformCluster" {
-				seen[e.Reason] = true
-			}
-		}
+		seen := w.eventCounts(ctx, ns, "TerraformCluster")
 		if err := w.c.Get(ctx, key, tc); err != nil {
 			return false, err.Error()
 		}
 		c := driftCond()
-		done := seen[infrav1.DriftDetectedEvent] && seen[infrav1.DriftRemediationStartedEvent] && seen[infrav1.DriftResolvedEvent] &&
+		done := seen[infrav1.DriftDetectedEvent] > 0 && seen[infrav1.DriftRemediationStartedEvent] > 0 && seen[infrav1.DriftResolvedEvent] > 0 &&
 			c.Status == metav1.ConditionFalse && c.Reason == infrav1.NoDriftReason
 		return done, fmt.Sprintf("events %v; DriftDetected %s/%s", seen, c.Status, c.Reason)
 	})
@@ -109,33 +88,17 @@ func editState(ctx context.Context, c client.Client, ns, name string, edit func(
 		return fmt.Errorf("%d state Secrets for TerraformCluster %s, want 1", len(list.Items), name)
 	}
 	s := &list.Items[0]
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return err
-	}
 	var st map[string]any
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := gunzipJSON(s.Data["tfstate"], &st); err != nil {
 		return err
 	}
 	if err := edit(st); err != nil {
 		return err
 	}
-	out, err := json.Marshal(st)
+	b, err := gzipJSON(st)
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(out); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	s.Data["tfstate"] = buf.Bytes()
+	s.Data["tfstate"] = b
 	return c.Update(ctx, s)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -197,12 +198,11 @@ func (w *world) eventually(ctx context.Context, timeout time.Duration, what stri
 
 // ready reports an object's Ready condition.
 func ready(o interface{ GetConditions() []metav1.Condition }) (bool, string) {
-	for _, c := range o.GetConditions() {
-		if c.Type == infrav1.ReadyCondition {
-			return c.Status == metav1.ConditionTrue, fmt.Sprintf("Ready=%s/%s: %s", c.Status, c.Reason, c.Message)
-		}
+	c := conditionOf(o, infrav1.ReadyCondition)
+	if c.Type == "" {
+		return false, "no Ready condition"
 	}
-	return false, "no Ready condition"
+	return c.Status == metav1.ConditionTrue, fmt.Sprintf("Ready=%s/%s: %s", c.Status, c.Reason, c.Message)
 }
 
 // dump logs what the test's objects look like, for a failure.
@@ -352,4 +352,66 @@ func (w *world) assertNoSecret(ctx context.Context, ns string, logFrom int, sent
 		}
 	}
 	w.t.Logf("no secret value in %d places (objects, events, Jobs, pods, the managers' log, %d container logs)", len(places), len(places)-len(lists)-2)
+}
+
+// conditionOf returns the condition typ of o, the zero condition when unset.
+func conditionOf(o interface{ GetConditions() []metav1.Condition }, typ string) metav1.Condition {
+	for _, c := range o.GetConditions() {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// eventCounts counts, by reason, the events on objects of kind in ns; an
+// event recorded as a series counts each time it occurred.
+func (w *world) eventCounts(ctx context.Context, ns, kind string) map[string]int {
+	w.t.Helper()
+	var evs eventsv1.EventList
+	if err := w.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		w.t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Regarding.Kind != kind {
+			continue
+		}
+		if e.Series != nil {
+			n[e.Reason] += int(e.Series.Count)
+		} else {
+			n[e.Reason]++
+		}
+	}
+	return n
+}
+
+// gzipJSON encodes v as the kubernetes backend stores a state: gzip JSON.
+func gzipJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// gunzipJSON decodes what gzipJSON encodes into v.
+func gunzipJSON(b []byte, v any) error {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
 }

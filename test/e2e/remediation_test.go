@@ -1,17 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -77,12 +73,8 @@ func TestMachineRemediation(t *testing.T) {
 		}
 	}
 	healthy := func() (metav1.Condition, bool) {
-		for _, c := range tm.Status.Conditions {
-			if c.Type == infrav1.InfrastructureHealthyCondition {
-				return c, c.Status == metav1.ConditionTrue
-			}
-		}
-		return metav1.Condition{}, false
+		c := conditionOf(tm, infrav1.InfrastructureHealthyCondition)
+		return c, c.Status == metav1.ConditionTrue
 	}
 	requested := func() (bool, string) {
 		_, remediate := cm.Annotations[infrav1.RemediateMachineAnnotation]
@@ -132,16 +124,7 @@ func TestMachineRemediation(t *testing.T) {
 		return ok && strings.Contains(why, "terminated"), fmt.Sprintf("unhealthySamples %d, requested %q", tm.Status.UnhealthySamples, why)
 	})
 
-	var evs eventsv1.EventList
-	if err := w.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, e := range evs.Items {
-		if e.Regarding.Kind == "TerraformMachine" {
-			seen[e.Reason] += 1 + int(ptr.Deref(e.Series, eventsv1.EventSeries{}).Count)
-		}
-	}
+	seen := w.eventCounts(ctx, ns, "TerraformMachine")
 	if seen[infrav1.RemediationRequestedEvent] < 2 || seen[infrav1.RemediationWithdrawnEvent] < 1 {
 		t.Errorf("RemediationRequested %d, RemediationWithdrawn %d events; want 2 and 1", seen[infrav1.RemediationRequestedEvent], seen[infrav1.RemediationWithdrawnEvent])
 	}
@@ -160,23 +143,15 @@ func writeHealthState(ctx context.Context, c client.Client, ns, suffix, state st
 		}},
 		"resources": []any{},
 	}
-	raw, err := json.Marshal(doc)
+	b, err := gzipJSON(doc)
 	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(raw); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
 		return err
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfstate-default-" + suffix, Namespace: ns}}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(s), s); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	s.Data = map[string][]byte{"tfstate": buf.Bytes()}
+	s.Data = map[string][]byte{"tfstate": b}
 	if s.ResourceVersion == "" {
 		return c.Create(ctx, s)
 	}
