@@ -1,21 +1,30 @@
 package lifecycle
 
 import (
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// written remembers, per object, the resourceVersion a pass started from
-// when that pass changed the object. The cache may hand the next pass that
-// same, older version (its own update not seen yet, while the Job it marked
-// bookkept already is): that pass would decide on stale status, for example
-// plan again for a plan it just recorded. It waits for the update instead.
+// written remembers, per object, the versions of this manager's last change
+// to it: the resourceVersion the writing pass started from and the one its
+// status patch produced. The cache may hand the next pass an older version
+// (its own update not seen yet, while the Job it marked bookkept already
+// is): that pass would decide on stale status, for example plan again for a
+// plan it just recorded, or refresh a machine whose health it just read.
+// It waits for the update instead.
 type written struct{ m sync.Map }
 
-// stale says obj is the version a pass of this manager started from and
-// then changed; a newer version forgets the mark.
+type writtenVersions struct{ from, to string }
+
+// stale says obj is older than this manager's last change to it. The patch
+// helper writes metadata and status in two requests, so the cache can also
+// hold the version between them: resourceVersions that are integers (etcd
+// revisions) are compared as such; any other is stale only when it is the
+// version the writing pass started from. Seeing the written version, or a
+// newer one, forgets the mark.
 func (w *written) stale(obj client.Object) bool {
 	if w == nil {
 		return false
@@ -24,11 +33,17 @@ func (w *written) stale(obj client.Object) bool {
 	if !ok {
 		return false
 	}
-	if v.(string) == obj.GetResourceVersion() {
-		return true
+	wv, rv := v.(writtenVersions), obj.GetResourceVersion()
+	older := rv == wv.from
+	if have, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		if want, err := strconv.ParseUint(wv.to, 10, 64); err == nil {
+			older = have < want
+		}
 	}
-	w.m.Delete(obj.GetUID())
-	return false
+	if !older {
+		w.m.Delete(obj.GetUID())
+	}
+	return older
 }
 
 // wrote records that a pass which started from version from changed obj.
@@ -36,7 +51,7 @@ func (w *written) wrote(obj client.Object, from string) {
 	if w == nil || from == "" || obj.GetResourceVersion() == from {
 		return
 	}
-	w.m.Store(obj.GetUID(), from)
+	w.m.Store(obj.GetUID(), writtenVersions{from: from, to: obj.GetResourceVersion()})
 }
 
 // forget drops an object that is gone.

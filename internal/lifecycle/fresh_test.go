@@ -32,6 +32,20 @@ func TestWritten(t *testing.T) {
 	if w.stale(at("10")) {
 		t.Fatal("the mark outlived a newer version")
 	}
+	// The patch helper's metadata request lands before its status one:
+	// the version between them is stale too.
+	w.wrote(at("14"), "12")
+	if !w.stale(at("13")) {
+		t.Fatal("the version between the metadata and the status patch is not stale")
+	}
+	if w.stale(at("15")) {
+		t.Fatal("a newer version, written by someone else, is stale")
+	}
+	// Versions that are not integers are compared for equality only.
+	w.wrote(at("b"), "a")
+	if !w.stale(at("a")) || w.stale(at("b")) {
+		t.Fatal("opaque versions: only the starting version is stale")
+	}
 	w.wrote(at("12"), "11")
 	w.forget("u1")
 	if w.stale(at("11")) {
