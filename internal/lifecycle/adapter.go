@@ -95,8 +95,10 @@ type Pass struct {
 	Obj  Object
 	Kind decide.Kind
 	Now  time.Time
-	// fromVersion is the resourceVersion the pass started from.
+	// fromVersion is the resourceVersion the pass started from; writes
+	// learns the one its patch helper produced.
 	fromVersion string
+	writes      *versionRecorder
 
 	// Suffix is the state's secret_suffix.
 	Suffix string

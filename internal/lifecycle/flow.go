@@ -99,7 +99,8 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 
-	helper, err := patch.NewHelper(obj, f.Client)
+	p.writes = &versionRecorder{Client: f.Client}
+	helper, err := patch.NewHelper(obj, p.writes)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)
 	}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"strconv"
 	"sync"
 
@@ -46,12 +47,13 @@ func (w *written) stale(obj client.Object) bool {
 	return older
 }
 
-// wrote records that a pass which started from version from changed obj.
-func (w *written) wrote(obj client.Object, from string) {
-	if w == nil || from == "" || obj.GetResourceVersion() == from {
+// wrote records that a pass which started from version from changed the
+// object to version to ("" when it wrote nothing).
+func (w *written) wrote(uid types.UID, from, to string) {
+	if w == nil || from == "" || to == "" || to == from {
 		return
 	}
-	w.m.Store(obj.GetUID(), writtenVersions{from: from, to: obj.GetResourceVersion()})
+	w.m.Store(uid, writtenVersions{from: from, to: to})
 }
 
 // forget drops an object that is gone.
@@ -59,4 +61,38 @@ func (w *written) forget(uid types.UID) {
 	if w != nil {
 		w.m.Delete(uid)
 	}
+}
+
+// versionRecorder is the client the pass's patch helper writes through: the
+// helper patches copies of the object, so the version its requests
+// produced is learnt here.
+type versionRecorder struct {
+	client.Client
+	// version is the resourceVersion of the latest successful patch.
+	version string
+}
+
+func (c *versionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	err := c.Client.Patch(ctx, obj, patch, opts...)
+	if err == nil {
+		c.version = obj.GetResourceVersion()
+	}
+	return err
+}
+
+func (c *versionRecorder) Status() client.SubResourceWriter {
+	return &statusVersionRecorder{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type statusVersionRecorder struct {
+	client.SubResourceWriter
+	c *versionRecorder
+}
+
+func (s *statusVersionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if err == nil {
+		s.c.version = obj.GetResourceVersion()
+	}
+	return err
 }

@@ -166,7 +166,7 @@ func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper) e
 	if err := helper.Patch(ctx, p.Obj, patch.WithOwnedConditions{Conditions: ownedConditions}); err != nil {
 		return fmt.Errorf("failed to patch %s: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}
-	f.written.wrote(p.Obj, p.fromVersion)
+	f.written.wrote(p.Obj.GetUID(), p.fromVersion, p.writes.version)
 	f.transitionMetrics(p)
 	return f.markBookkept(ctx, p)
 }
