@@ -106,7 +106,7 @@ func startInNamespace(s containerSpec) (*exec.Cmd, error) {
 	if err := unix.Mount(root, root, "", unix.MS_BIND, ""); err != nil {
 		return nil, fmt.Errorf("failed to bind the container root: %w", err)
 	}
-	if err := setupSystemMounts(root, s.Hostname); err != nil {
+	if err := setupSystemMounts(root, s.Dir, s.Hostname); err != nil {
 		return nil, err
 	}
 	if s.TerminationLog != "" {
@@ -148,7 +148,11 @@ func startInNamespace(s containerSpec) (*exec.Cmd, error) {
 }
 
 // setupSystemMounts gives the container /proc, a small /dev and /etc/hosts.
-func setupSystemMounts(root, hostname string) error {
+// The files it writes live in dir, outside the container root, and are bound
+// in: no file of the root is ever open for writing here, since a process
+// forked meanwhile by another thread would inherit the descriptor and make
+// the read-only remount of the root fail with EBUSY.
+func setupSystemMounts(root, dir, hostname string) error {
 	proc := filepath.Join(root, "proc")
 	if err := os.MkdirAll(proc, 0o555); err != nil {
 		return fmt.Errorf("failed to create /proc: %w", err)
@@ -177,16 +181,18 @@ func setupSystemMounts(root, hostname string) error {
 			return fmt.Errorf("failed to create /dev/%s: %w", name, err)
 		}
 	}
-	etc := filepath.Join(root, "etc")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
-		return fmt.Errorf("failed to create /etc: %w", err)
+	files := map[string]string{
+		"hosts":    "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost\n",
+		"hostname": hostname + "\n",
 	}
-	hosts := "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost\n"
-	if err := os.WriteFile(filepath.Join(etc, "hosts"), []byte(hosts), 0o644); err != nil {
-		return fmt.Errorf("failed to write /etc/hosts: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(etc, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
-		return fmt.Errorf("failed to write /etc/hostname: %w", err)
+	for name, content := range files {
+		src := filepath.Join(dir, name)
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("failed to write /etc/%s: %w", name, err)
+		}
+		if err := bindInto(root, src, "/etc/"+name, false); err != nil {
+			return fmt.Errorf("failed to provide /etc/%s: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -210,11 +216,10 @@ func bindInto(root, source, target string, readOnly bool) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("failed to create mount point: %w", err)
 		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
+		// Created without opening it: see setupSystemMounts.
+		if err := unix.Mknod(dst, unix.S_IFREG|0o644, 0); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("failed to create mount point: %w", err)
 		}
-		f.Close()
 	}
 	if err := unix.Mount(source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind mount: %w", err)

@@ -2,9 +2,11 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -156,5 +158,61 @@ func TestStartContainer_ReadOnlyRootRefusesWrites(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "read-only file system") {
 		t.Fatalf("unexpected failure:\n%s", b)
+	}
+}
+
+// TestStartContainer_ConcurrentReadOnlyRoots starts many read-only
+// containers at once, as the pods of a bring-up do: a process forked by one
+// start must never hold a file of another's root open for writing, which
+// made that root's read-only remount fail with EBUSY.
+func TestStartContainer_ConcurrentReadOnlyRoots(t *testing.T) {
+	img, _ := pulledTestImage(t)
+	dir := t.TempDir()
+	const workers, starts = 8, 100
+	errs := make(chan error, workers*starts)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range starts {
+				c := filepath.Join(dir, fmt.Sprintf("c-%d-%d", w, i))
+				if err := os.MkdirAll(c, 0o755); err != nil {
+					errs <- err
+					return
+				}
+				termLog := filepath.Join(c, "termination-log")
+				if err := os.WriteFile(termLog, nil, 0o666); err != nil {
+					errs <- err
+					return
+				}
+				logFile, err := os.Create(filepath.Join(c, "log"))
+				if err != nil {
+					errs <- err
+					return
+				}
+				cmd, err := startContainer(containerSpec{
+					Hostname: fmt.Sprintf("pod-%d-%d", w, i), ImageRoot: img.Root, Dir: c, ReadOnlyRoot: true,
+					TerminationLog: termLog, TerminationLogPath: "/dev/termination-log",
+					Path: testimage.ProgramPath, Args: []string{"podprog", "--expect-file=/etc/hostname=" + fmt.Sprintf("pod-%d-%d\n", w, i)},
+					Log: logFile,
+				})
+				if err == nil {
+					if werr := cmd.Wait(); werr != nil {
+						b, _ := os.ReadFile(logFile.Name())
+						err = fmt.Errorf("container %s failed: %v\n%s", c, werr, b)
+					}
+				}
+				logFile.Close()
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
