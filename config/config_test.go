@@ -570,3 +570,131 @@ func TestConfigHoldsOnlyManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// renderWithPrometheus renders config/default with the Prometheus component,
+// as an operator's own kustomization would.
+func renderWithPrometheus(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "config"))); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "with-prometheus")
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k := "resources:\n- ../default\ncomponents:\n- ../prometheus\n"
+	if err := os.WriteFile(filepath.Join(own, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, render(t, own))
+}
+
+// TestPrometheusComponent: config/prometheus adds the metrics Service on
+// 8443 selecting the manager's pod and port, a ServiceMonitor scraping it
+// over HTTPS (insecureSkipVerify), the alert rules as a PrometheusRule, and
+// captf-metrics-reader bound to monitoring/prometheus-k8s (reference-facts
+// §3), which the API server's authorizer lets get /metrics and nothing else.
+func TestPrometheusComponent(t *testing.T) {
+	objs := renderWithPrometheus(t)
+	base := map[string]bool{}
+	for _, u := range decode(t, render(t, filepath.Join(root, "config", "default"))) {
+		base[key(u)] = true
+	}
+	byKey := map[string]*unstructured.Unstructured{}
+	var added []string
+	for _, u := range objs {
+		byKey[key(u)] = u
+		if !base[key(u)] {
+			added = append(added, key(u))
+		}
+		if u.GetLabels()[infrav1.ProviderLabel] != "infrastructure-terraform" {
+			t.Errorf("%s lacks the %s label", key(u), infrav1.ProviderLabel)
+		}
+	}
+	slices.Sort(added)
+	want := []string{
+		"ClusterRole captf-metrics-reader",
+		"ClusterRoleBinding captf-metrics-reader",
+		"PrometheusRule captf-system/captf-alerts",
+		"Service captf-system/captf-controller-manager-metrics",
+		"ServiceMonitor captf-system/captf-controller-manager-metrics",
+	}
+	if !slices.Equal(added, want) {
+		t.Fatalf("the component adds:\n%s\nwant:\n%s", strings.Join(added, "\n"), strings.Join(want, "\n"))
+	}
+
+	svc := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKey[want[3]].Object, svc); err != nil {
+		t.Fatal(err)
+	}
+	pod := deployment(t, objs).Spec.Template
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("the metrics Service selects %s=%s, which the manager's pod lacks", k, v)
+		}
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8443 {
+		t.Fatalf("metrics Service ports %+v, want one on 8443", svc.Spec.Ports)
+	}
+	sp := svc.Spec.Ports[0]
+	var target *corev1.ContainerPort
+	for i, p := range pod.Spec.Containers[0].Ports {
+		if p.Name == sp.TargetPort.StrVal {
+			target = &pod.Spec.Containers[0].Ports[i]
+		}
+	}
+	if target == nil || target.ContainerPort != 8443 || !slices.Contains(pod.Spec.Containers[0].Args, "--diagnostics-address=:8443") {
+		t.Errorf("the Service's targetPort %q is not the manager's diagnostics port 8443", sp.TargetPort.String())
+	}
+
+	sm := byKey[want[4]]
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range sel {
+		if svc.Labels[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service lacks", k, v)
+		}
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v, want one", eps)
+	}
+	ep := eps[0].(map[string]any)
+	skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
+	if ep["port"] != sp.Name || ep["scheme"] != "https" || ep["path"] != "/metrics" || !skip || ep["bearerTokenFile"] == nil {
+		t.Errorf("ServiceMonitor endpoint %v: want port %q, https, /metrics, a bearer token and insecureSkipVerify", ep, sp.Name)
+	}
+	if groups, _, _ := unstructured.NestedSlice(byKey[want[2]].Object, "spec", "groups"); len(groups) != 1 {
+		t.Errorf("the PrometheusRule has %d groups, want the one group captf", len(groups))
+	}
+
+	// The RBAC, applied to the API server and asked as Prometheus.
+	c := newClient(t)
+	applied(t, c)
+	apply(t, c, []*unstructured.Unstructured{byKey[want[0]], byKey[want[1]]})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		path, verb string
+		allowed    bool
+	}{
+		{"/metrics", "get", true},
+		{"/debug/pprof/profile", "get", false},
+		{"/debug/flags/v", "put", false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:                  "system:serviceaccount:monitoring:prometheus-k8s",
+			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:monitoring"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: q.path, Verb: q.verb},
+		}}
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status.Allowed != q.allowed {
+			t.Errorf("Prometheus %s %s: allowed %v, want %v", q.verb, q.path, res.Status.Allowed, q.allowed)
+		}
+	}
+}

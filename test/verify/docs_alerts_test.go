@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -96,8 +98,8 @@ func docsSectionText(page, anchor string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestDocsAlertRules: config/prometheus/rules.yaml parses as a rule file
-// with one group captf holding the 11 alerts; each alert's severity and for
+// TestDocsAlertRules: config/prometheus/rules.yaml is a PrometheusRule
+// whose spec parses strictly as a plain rule file with one group captf holding the 11 alerts; each alert's severity and for
 // match the observability page's table; every metric an expression reads is
 // registered; the table's "Fires today" says whether every captf_* metric
 // the alert reads is recorded; each alert has a section whose anchor is its
@@ -109,9 +111,21 @@ func TestDocsAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pr struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   metav1.ObjectMeta `json:"metadata"`
+		Spec       json.RawMessage   `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict(b, &pr); err != nil {
+		t.Fatalf("config/prometheus/rules.yaml: %v", err)
+	}
+	if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" {
+		t.Fatalf("config/prometheus/rules.yaml is a %s %s, want a monitoring.coreos.com/v1 PrometheusRule", pr.APIVersion, pr.Kind)
+	}
 	var rf docsRuleFile
-	if err := yaml.UnmarshalStrict(b, &rf); err != nil {
-		t.Fatalf("config/prometheus/rules.yaml is not a rule file: %v", err)
+	if err := yaml.UnmarshalStrict(pr.Spec, &rf); err != nil {
+		t.Fatalf("the spec of config/prometheus/rules.yaml is not a rule file: %v", err)
 	}
 	if len(rf.Groups) != 1 || rf.Groups[0].Name != "captf" {
 		t.Fatalf("config/prometheus/rules.yaml must hold one group named captf, has %d groups", len(rf.Groups))
