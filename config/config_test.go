@@ -138,6 +138,21 @@ func key(u *unstructured.Unstructured) string {
 	return u.GetKind() + " " + u.GetName()
 }
 
+// labelledKeys returns the sorted keys of objs, checking that each carries
+// the provider label clusterctl selects on.
+func labelledKeys(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var keys []string
+	for _, u := range objs {
+		keys = append(keys, key(u))
+		if u.GetLabels()[infrav1.ProviderLabel] != "infrastructure-terraform" {
+			t.Errorf("%s lacks the %s label", key(u), infrav1.ProviderLabel)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
 	t.Helper()
 	for _, u := range objs {
@@ -157,14 +172,7 @@ func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deploym
 // reference-facts §4 and §10.
 func TestDefaultRendersTheComponents(t *testing.T) {
 	objs := decode(t, render(t, filepath.Join(root, "config", "default")))
-	var got []string
-	for _, u := range objs {
-		got = append(got, key(u))
-		if u.GetLabels()[infrav1.ProviderLabel] != "infrastructure-terraform" {
-			t.Errorf("%s lacks the %s label", key(u), infrav1.ProviderLabel)
-		}
-	}
-	slices.Sort(got)
+	got := labelledKeys(t, objs)
 	want := []string{
 		"ClusterRole captf-manager-role",
 		"ClusterRole captf-runner",
@@ -602,17 +610,10 @@ func TestPrometheusComponent(t *testing.T) {
 		base[key(u)] = true
 	}
 	byKey := map[string]*unstructured.Unstructured{}
-	var added []string
 	for _, u := range objs {
 		byKey[key(u)] = u
-		if !base[key(u)] {
-			added = append(added, key(u))
-		}
-		if u.GetLabels()[infrav1.ProviderLabel] != "infrastructure-terraform" {
-			t.Errorf("%s lacks the %s label", key(u), infrav1.ProviderLabel)
-		}
 	}
-	slices.Sort(added)
+	added := slices.DeleteFunc(labelledKeys(t, objs), func(k string) bool { return base[k] })
 	want := []string{
 		"ClusterRole captf-metrics-reader",
 		"ClusterRoleBinding captf-metrics-reader",
