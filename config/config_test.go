@@ -138,6 +138,16 @@ func key(u *unstructured.Unstructured) string {
 	return u.GetKind() + " " + u.GetName()
 }
 
+// sameKeys reports whether got lists the objects of want, failing t when not.
+func sameKeys(t *testing.T, what string, got, want []string) bool {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return true
+	}
+	t.Errorf("%s:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	return false
+}
+
 // labelledKeys returns the sorted keys of objs, checking that each carries
 // the provider label clusterctl selects on.
 func labelledKeys(t *testing.T, objs []*unstructured.Unstructured) []string {
@@ -190,9 +200,7 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 		"RoleBinding captf-system/captf-leader-election-rolebinding",
 		"ServiceAccount captf-system/captf-controller-manager",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("rendered objects:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameKeys(t, "rendered objects", got, want)
 
 	d := deployment(t, objs)
 	if *d.Spec.Replicas != 1 || d.Spec.Template.Labels["control-plane"] != "controller-manager" ||
@@ -614,19 +622,19 @@ func TestPrometheusComponent(t *testing.T) {
 		byKey[key(u)] = u
 	}
 	added := slices.DeleteFunc(labelledKeys(t, objs), func(k string) bool { return base[k] })
-	want := []string{
-		"ClusterRole captf-metrics-reader",
-		"ClusterRoleBinding captf-metrics-reader",
-		"PrometheusRule captf-system/captf-alerts",
-		"Service captf-system/captf-controller-manager-metrics",
-		"ServiceMonitor captf-system/captf-controller-manager-metrics",
-	}
-	if !slices.Equal(added, want) {
-		t.Fatalf("the component adds:\n%s\nwant:\n%s", strings.Join(added, "\n"), strings.Join(want, "\n"))
+	const (
+		role    = "ClusterRole captf-metrics-reader"
+		binding = "ClusterRoleBinding captf-metrics-reader"
+		rule    = "PrometheusRule captf-system/captf-alerts"
+		service = "Service captf-system/captf-controller-manager-metrics"
+		monitor = "ServiceMonitor captf-system/captf-controller-manager-metrics"
+	)
+	if !sameKeys(t, "the component adds", added, []string{role, binding, rule, service, monitor}) {
+		t.FailNow()
 	}
 
 	svc := &corev1.Service{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKey[want[3]].Object, svc); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKey[service].Object, svc); err != nil {
 		t.Fatal(err)
 	}
 	pod := deployment(t, objs).Spec.Template
@@ -649,7 +657,7 @@ func TestPrometheusComponent(t *testing.T) {
 		t.Errorf("the Service's targetPort %q is not the manager's diagnostics port 8443", sp.TargetPort.String())
 	}
 
-	sm := byKey[want[4]]
+	sm := byKey[monitor]
 	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 	for k, v := range sel {
 		if svc.Labels[k] != v {
@@ -665,14 +673,14 @@ func TestPrometheusComponent(t *testing.T) {
 	if ep["port"] != sp.Name || ep["scheme"] != "https" || ep["path"] != "/metrics" || !skip || ep["bearerTokenFile"] == nil {
 		t.Errorf("ServiceMonitor endpoint %v: want port %q, https, /metrics, a bearer token and insecureSkipVerify", ep, sp.Name)
 	}
-	if groups, _, _ := unstructured.NestedSlice(byKey[want[2]].Object, "spec", "groups"); len(groups) != 1 {
+	if groups, _, _ := unstructured.NestedSlice(byKey[rule].Object, "spec", "groups"); len(groups) != 1 {
 		t.Errorf("the PrometheusRule has %d groups, want the one group captf", len(groups))
 	}
 
 	// The RBAC, applied to the API server and asked as Prometheus.
 	c := newClient(t)
 	applied(t, c)
-	apply(t, c, []*unstructured.Unstructured{byKey[want[0]], byKey[want[1]]})
+	apply(t, c, []*unstructured.Unstructured{byKey[role], byKey[binding]})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -72,12 +72,16 @@ type versionRecorder struct {
 	version string
 }
 
-func (c *versionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	err := c.Client.Patch(ctx, obj, patch, opts...)
+// record keeps the version a successful patch of obj produced.
+func (c *versionRecorder) record(obj client.Object, err error) error {
 	if err == nil {
 		c.version = obj.GetResourceVersion()
 	}
 	return err
+}
+
+func (c *versionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return c.record(obj, c.Client.Patch(ctx, obj, patch, opts...))
 }
 
 func (c *versionRecorder) Status() client.SubResourceWriter {
@@ -90,9 +94,5 @@ type statusVersionRecorder struct {
 }
 
 func (s *statusVersionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	err := s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-	if err == nil {
-		s.c.version = obj.GetResourceVersion()
-	}
-	return err
+	return s.c.record(obj, s.SubResourceWriter.Patch(ctx, obj, patch, opts...))
 }

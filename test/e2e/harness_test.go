@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -356,10 +357,8 @@ func (w *world) assertNoSecret(ctx context.Context, ns string, logFrom int, sent
 
 // conditionOf returns the condition typ of o, the zero condition when unset.
 func conditionOf(o interface{ GetConditions() []metav1.Condition }, typ string) metav1.Condition {
-	for _, c := range o.GetConditions() {
-		if c.Type == typ {
-			return c
-		}
+	if c := meta.FindStatusCondition(o.GetConditions(), typ); c != nil {
+		return *c
 	}
 	return metav1.Condition{}
 }
