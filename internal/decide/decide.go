@@ -153,8 +153,13 @@ func (d *decider) decide() Decision {
 			return wait(ReasonStateLost, RequeueStateUnreadable)
 		case o.Kind == KindCluster && o.DependentsExist:
 			return wait(ReasonDependentsExist, RequeueNotReady)
-		case o.DurableInputsMissing:
+		case o.DurableInputsMissing && (o.Kind == KindMachine || o.Inputs != InputsBuilt):
+			// A machine is immutable: it has no live spec to fall back to.
 			return wait(ReasonDurableInputsMissing, RequeueFixInput)
+		case o.DurableInputsMissing:
+			// A cluster or pool destroys with its current inputs when the
+			// durable ones are gone (Job Inputs).
+			return d.start(OpDestroy, ReasonDeleting, jobOptions{})
 		}
 		return d.start(OpDestroy, ReasonDeleting, jobOptions{durable: true})
 	}

@@ -249,9 +249,32 @@ func TestDecideOrder(t *testing.T) {
 				o.Restore = &RestoreRequest{Serial: 4, BackupFound: true}
 			},
 			op: OpRestore, reason: ReasonRestoreRequested},
-		{name: "order/2_deleting_without_durable_inputs_holds_10m",
+		{name: "job_inputs/a_machine_deleting_without_durable_inputs_holds_10m", kind: KindMachine,
 			mut: func(o *Observation) { deleting(o); o.DurableInputsMissing = true },
 			op:  OpNone, reason: ReasonDurableInputsMissing, requeue: 10 * time.Minute},
+		{name: "job_inputs/a_cluster_deleting_without_durable_inputs_destroys_with_its_current_inputs",
+			mut: func(o *Observation) { deleting(o); o.DurableInputsMissing = true },
+			op:  OpDestroy, reason: ReasonDeleting,
+			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
+				if p.DurableInputs || p.InputsHash != o.CurrentInputsHash {
+					t.Fatalf("destroy plan %+v, want the current inputs %s", p, o.CurrentInputsHash)
+				}
+			})},
+		{name: "job_inputs/a_pool_deleting_without_durable_inputs_destroys_with_its_current_inputs", kind: KindMachinePool,
+			mut: func(o *Observation) { deleting(o); o.DurableInputsMissing = true },
+			op:  OpDestroy, reason: ReasonDeleting,
+			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
+				if p.DurableInputs {
+					t.Fatalf("destroy plan %+v runs the missing durable inputs", p)
+				}
+			})},
+		{name: "job_inputs/a_cluster_deleting_without_durable_or_current_inputs_holds_10m",
+			mut: func(o *Observation) {
+				deleting(o)
+				o.DurableInputsMissing = true
+				o.Inputs, o.CurrentInputsHash = InputsWaiting, ""
+			},
+			op: OpNone, reason: ReasonDurableInputsMissing, requeue: 10 * time.Minute},
 		{name: "order/2_deleting_with_unreadable_state_still_destroys",
 			mut: func(o *Observation) { deleting(o); o.State = StateUnreadable },
 			op:  OpDestroy, reason: ReasonDeleting},

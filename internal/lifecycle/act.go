@@ -34,7 +34,8 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 		Name:                   o.GetName(),
 		UID:                    string(o.GetUID()),
 		Now:                    p.Now,
-		Paused:                 false,
+		JobCacheStale:          p.jobCacheStale,
+		Paused:                 p.paused,
 		CredentialsWait:        p.CredentialsWait,
 		JobPolicyInvalid:       p.PolicyErr != nil,
 		Deleting:               !o.GetDeletionTimestamp().IsZero(),
@@ -60,8 +61,19 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	if p.OwnerWait != nil {
 		obs.OwnerWait = p.OwnerWait.Reason
 	}
+	if j := p.Active; j != nil {
+		obs.ActiveJob = &decide.ActiveJob{Name: j.Name, Op: decide.Operation(j.Labels[infrav1.OpLabel])}
+	}
 	if p.State != nil {
 		obs.StateInputsHash = p.State.InputsHash
+	}
+	// Neither is read while a Job is active or the object is paused, and
+	// decide waits on those before it looks at either.
+	if obs.State == "" {
+		obs.State = decide.StateNotFound
+	}
+	if obs.Inputs == "" {
+		obs.Inputs = decide.InputsNotRendered
 	}
 	if p.Inputs.Rendered != nil && p.Inputs.Status == decide.InputsBuilt {
 		obs.CurrentInputsHash = p.Inputs.Rendered.Hash
@@ -87,7 +99,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	if s.LastDriftCheck != nil {
 		obs.LastDriftCheck = s.LastDriftCheck.Time
 	}
-	if c := condition(p, infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
+	if c := p.Condition(infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
 		obs.DriftFound = true
 	}
 	switch t := o.(type) {
@@ -172,26 +184,26 @@ func (f *Flow) reportWait(p *Pass) {
 	r := string(p.Decision.Reason)
 	switch r {
 	case infrav1.DependentsExistReason:
-		setCondition(p, infrav1.DeletionBlockedCondition, metav1ConditionTrue, infrav1.DependentsExistReason,
+		p.record(fromRefusal, infrav1.DeletionBlockedCondition, metav1ConditionTrue, infrav1.DependentsExistReason,
 			"waiting for the cluster's TerraformMachines and TerraformMachinePools to be deleted")
 	case infrav1.JobPolicyInvalidReason:
 		msg := ""
 		if p.PolicyErr != nil {
 			msg = p.PolicyErr.Error()
 		}
-		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
+		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
 	case infrav1.RestoreBackupNotFoundReason:
-		setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
+		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
 			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
 	case infrav1.DurableInputsMissingReason:
 		if p.Obj.GetDeletionTimestamp().IsZero() {
-			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, r, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
+			p.record(fromRefusal, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, r, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
 		} else {
-			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.DestroyFailedReason, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
+			p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.DestroyFailedReason, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
 		}
 	}
 	if p.Kind == decide.KindCluster && r != infrav1.DependentsExistReason {
-		setCondition(p, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
+		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
 	}
 }
 
@@ -324,14 +336,14 @@ func (f *Flow) jobStarted(p *Pass, job *batchv1.Job, op infrav1.Operation) {
 			f.event(p, job, corev1.EventTypeNormal, infrav1.InputsChangedEvent, "Inputs changed to "+d.Job.InputsHash)
 		}
 		if d.Job.DriftRemediation {
-			setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftRemediatingReason, "Job "+job.Name+" remediates the drift")
+			p.record(fromJobStart, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftRemediatingReason, "Job "+job.Name+" remediates the drift")
 			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftRemediationStartedEvent, "Job "+job.Name+" remediates the drift")
 		}
 		if d.Job.ExpectPlanHash != "" {
 			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanApprovedEvent, "Applying approved plan "+d.Job.ExpectPlanHash)
 		}
 	case infrav1.OperationDrift, infrav1.OperationRefresh:
-		setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+job.Name+" is running")
+		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+job.Name+" is running")
 	case infrav1.OperationRestore:
 		p.Status().LastRestoredSerial = d.Job.RestoreSerial
 	}
@@ -419,14 +431,32 @@ func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
 	if p.Decision.Reason == decide.ReasonDestroySucceeded {
 		f.event(p, nil, corev1.EventTypeNormal, infrav1.DestroyedEvent, "Destroyed the infrastructure")
 	}
+	// Deletion is complete: the status patch records it, and the
+	// finalizer goes right after it (dropFinalizer).
+	p.record(fromJobResult, infrav1.DeletingCondition, metav1ConditionTrue, infrav1.DeletionCompletedReason, "")
+	p.dropFinalizer = true
+	return errStop
+}
+
+// dropFinalizer removes the finalizer once the status patch holding the
+// completed deletion succeeded; the object may be gone right after it.
+func (f *Flow) dropFinalizer(ctx context.Context, p *Pass) error {
+	if v := p.writes.version; v != "" {
+		// The patch helper wrote copies: the object still carries the
+		// version the pass read.
+		p.Obj.SetResourceVersion(v)
+	}
 	base := p.Obj.DeepCopyObject().(client.Object)
-	controllerutil.RemoveFinalizer(p.Obj, f.Adapter.Finalizer())
-	if err := f.Client.Patch(ctx, p.Obj, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+	if !controllerutil.RemoveFinalizer(p.Obj, f.Adapter.Finalizer()) {
+		return nil
+	}
+	if err := f.Client.Patch(ctx, p.Obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to remove the finalizer: %w", err)
 	}
 	f.event(p, nil, corev1.EventTypeNormal, infrav1.FinalizerRemovedEvent, "Removed finalizer "+f.Adapter.Finalizer())
 	metrics.ObjectDeleted(string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName())
-	return errGone
+	f.written.forget(p.Obj.GetUID())
+	return nil
 }
 
 // reportLeaseWait reports a lease wait on the operation's condition.
@@ -438,9 +468,9 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	case infrav1.OperationRestore:
 		t = infrav1.RestoreJobSucceededCondition
 	}
-	if prev := condition(p, t); prev == nil || prev.Reason != w.Reason {
+	if prev := p.Before(t); prev == nil || prev.Reason != w.Reason {
 		f.event(p, nil, corev1.EventTypeNormal, w.Reason, w.Message)
 		metrics.LeaseWait(string(p.Kind), w.metric)
 	}
-	setCondition(p, t, metav1ConditionUnknown, w.Reason, w.Message)
+	p.record(fromRefusal, t, metav1ConditionUnknown, w.Reason, w.Message)
 }

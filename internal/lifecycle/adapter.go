@@ -165,16 +165,30 @@ type Pass struct {
 	// dependentsExist: a deleting TerraformCluster still has machines or
 	// pools.
 	dependentsExist bool
-	// before are the conditions whose transitions feed a counter, as the
-	// pass read them (metrics.go).
-	before map[string]metav1.Condition
 	// pods are the newest runner pod of each of the object's Jobs, by Job
 	// name.
 	pods map[string]*corev1.Pod
 	// backupSkippedUnreadable: the backup step skipped a state it could not
 	// read.
 	backupSkippedUnreadable bool
+
+	// facts are what the pass found about each condition
+	// (conditions.go); before are the conditions as the pass read them.
+	facts  map[string]fact
+	before map[string]metav1.Condition
+	// paused: the object or its Cluster is paused; pausedSeen: the
+	// preamble got as far as reading it.
+	paused, pausedSeen bool
+	// jobCacheStale: status.activeJob names a Job the cache does not have
+	// yet but the API server does.
+	jobCacheStale bool
+	// dropFinalizer: deletion is complete; the finalizer goes after the
+	// status patch.
+	dropFinalizer bool
 }
+
+// deleting: the object has a deletion timestamp.
+func (p *Pass) deleting() bool { return !p.Obj.GetDeletionTimestamp().IsZero() }
 
 // Sample reports which operation's Job, bookkept this pass, the state's
 // outputs are a health sample of ("" when none), and when an apply

@@ -34,6 +34,8 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			hash := job.Annotations[infrav1.InputsHashAnnotation]
 			if hash != "" && removeAnnotationIf(p, infrav1.ApproveDestructivePlanAnnotation, hash) {
 				metrics.DestructivePlanApprovalConsumed(kind)
+				f.event(p, job, corev1.EventTypeNormal, infrav1.DestructivePlanApprovalConsumedEvent,
+					"Job "+job.Name+" applied the approved destructive plan of inputs hash "+hash+"; the approval is consumed")
 			}
 		}
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
@@ -62,6 +64,12 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 		case jobs.OutcomeActive, jobs.OutcomeInterrupted:
 		default:
 			metrics.StateRestore(kind, "failed")
+			serial := job.Annotations[infrav1.RestoreSerialAnnotation]
+			msg := "Job " + job.Name + " failed to restore state backup serial " + serial + "; it is not retried for that serial"
+			if c.Detail != "" {
+				msg += ": " + c.Detail
+			}
+			f.event(p, job, corev1.EventTypeWarning, infrav1.StateRestoreFailedEvent, msg)
 		}
 	}
 }
@@ -102,7 +110,7 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 	}
 	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate terraformcluster %s -n %s %s=%s --overwrite",
 		pl.Hash, pl.Add, pl.Change, pl.Destroy, tc.Name, tc.Namespace, infrav1.ApprovePlanAnnotation, pl.Hash)
-	setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
+	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
 	return msg
 }
 

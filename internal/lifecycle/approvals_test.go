@@ -38,7 +38,7 @@ func TestConsumeRequests(t *testing.T) {
 			op:   infrav1.OperationApply, outcome: jobs.OutcomeSucceeded,
 			jobAnn:  map[string]string{infrav1.InputsHashAnnotation: inputs},
 			objAnn:  map[string]string{infrav1.ApproveDestructivePlanAnnotation: inputs, "other": "x"},
-			wantAnn: []string{"other"}, wantPlan: plan,
+			wantAnn: []string{"other"}, wantPlan: plan, wantEvent: infrav1.DestructivePlanApprovalConsumedEvent,
 		},
 		{
 			name: "Plan Approval: an approval of another inputs hash is a new request and stays",
@@ -83,6 +83,7 @@ func TestConsumeRequests(t *testing.T) {
 			objAnn:      map[string]string{infrav1.RestoreStateAnnotation: "7"},
 			wantAnn:     []string{infrav1.RestoreStateAnnotation},
 			wantLastSer: 7,
+			wantEvent:   infrav1.StateRestoreFailedEvent,
 		},
 	}
 	for _, tc := range cases {
@@ -132,7 +133,7 @@ func TestConsumeRequests(t *testing.T) {
 					t.Errorf("no %s event", tc.wantEvent)
 				}
 			}
-			cond := condition(p, infrav1.ApplyJobSucceededCondition)
+			cond := p.Condition(infrav1.ApplyJobSucceededCondition)
 			switch {
 			case tc.wantReason == "" && cond != nil:
 				t.Errorf("ApplyJobSucceeded set to %s/%s", cond.Status, cond.Reason)

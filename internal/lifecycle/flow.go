@@ -66,7 +66,11 @@ func (f *Flow) now() time.Time {
 // errStop ends a pass early without an error.
 var errStop = errors.New("stop")
 
-// Reconcile runs one pass over one object.
+// Reconcile runs one pass over one object: the preamble, then the paused
+// branch or the steps of an unpaused pass, then one status patch. A pass
+// that fails returns its error and an empty Result (controller-runtime
+// backs it off); one that waits returns the soonest requeue any step asked
+// for.
 func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	obj := f.Adapter.New()
 	if err := f.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -85,40 +89,49 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 		log.V(4).Info("The cache is behind this manager's own update; waiting for it")
 		return ctrl.Result{RequeueAfter: staleRequeue}, nil
 	}
-	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion()}
-	snapshotConditions(p)
-
-	// Preamble.
-	if externallyManaged(p) {
+	// Preamble, externally managed: nothing below runs, nothing is written.
+	if externallyManaged(obj) {
 		return ctrl.Result{}, nil
 	}
-	if err := f.lookupOwner(ctx, p); err != nil {
-		return ctrl.Result{}, err
-	}
-	if added, err := f.ensureFinalizer(ctx, p); added || err != nil {
-		return ctrl.Result{}, err
-	}
 
+	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion()}
+	snapshotConditions(p)
+	// The patch helper takes its snapshot before anything touches the
+	// object, so whatever the pass records is written by its one patch.
 	p.writes = &versionRecorder{Client: f.Client}
 	helper, err := patch.NewHelper(obj, p.writes)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)
 	}
-	gone := false
 	defer func() {
-		if gone {
-			return
-		}
-		if err := f.patchStatus(ctx, p, helper); err != nil {
+		if err := f.patchStatus(ctx, p, helper, retErr == nil); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
 
-	steps := []func(context.Context, *Pass) error{}
-	if f.paused(p) {
-		steps = append(steps, f.bookkeeping, f.pausedBranch)
-	} else {
-		steps = append(steps,
+	steps := []func(context.Context, *Pass) error{f.preamble, f.passSteps}
+	for _, step := range steps {
+		err := step(ctx, p)
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, errStop):
+			return ctrl.Result{RequeueAfter: p.requeue}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: p.requeue}, nil
+}
+
+// passSteps runs the paused branch or the steps of an unpaused pass. A
+// paused object bookkeeps its finished Jobs, deletes a Job that can never
+// start and clears the move block once no Job is active; internal/decide
+// then waits on the pause. While a Job is active, state is not read and no
+// inputs are built: decide waits on the Job.
+func (f *Flow) passSteps(ctx context.Context, p *Pass) error {
+	steps := []func(context.Context, *Pass) error{f.bookkeeping, f.pausedBranch, f.decide, f.act}
+	if !p.paused {
+		steps = []func(context.Context, *Pass) error{
 			f.credentials,
 			f.bookkeeping,
 			f.activeJob,
@@ -127,35 +140,54 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 			f.buildInputs,
 			f.decide,
 			f.act,
-			f.Adapter.After,
-		)
+			f.after,
+		}
 	}
 	for _, step := range steps {
 		if err := step(ctx, p); err != nil {
-			if errors.Is(err, errStop) {
-				break
-			}
-			if errors.Is(err, errGone) {
-				gone = true
-				f.written.forget(obj.GetUID())
-				return ctrl.Result{}, nil
-			}
-			return ctrl.Result{RequeueAfter: p.requeue}, err
+			return err
 		}
 	}
-	return ctrl.Result{RequeueAfter: p.requeue}, nil
+	return nil
+}
+
+// after runs the kind's own steps once the flow has decided and acted, not
+// while a Job is active.
+func (f *Flow) after(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return nil
+	}
+	return f.Adapter.After(ctx, p)
+}
+
+// preamble looks up the owner, adds the finalizer and reads the pause. An
+// owner wait ends the pass before credentials unless the object is being
+// deleted (deletion proceeds from the durable inputs); adding the
+// finalizer ends it too, so the write is visible before anything else
+// happens.
+func (f *Flow) preamble(ctx context.Context, p *Pass) error {
+	if err := f.lookupOwner(ctx, p); err != nil {
+		return err
+	}
+	if p.OwnerWait != nil && !p.deleting() {
+		p.Requeue(decide.RequeueNotReady)
+		return errStop
+	}
+	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, f.Adapter.Finalizer()) {
+		return errStop
+	}
+	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
+	p.pausedSeen = true
+	return nil
 }
 
 // staleRequeue backs up the wait for this manager's own update.
 const staleRequeue = 2 * time.Second
 
-// errGone: the object's finalizer was removed; it may be gone already.
-var errGone = errors.New("finalizer removed")
-
 // externallyManaged: an object carrying Cluster API's externally-managed
 // annotation is left alone entirely.
-func externallyManaged(p *Pass) bool {
-	return annotations.IsExternallyManaged(p.Obj)
+func externallyManaged(obj client.Object) bool {
+	return annotations.IsExternallyManaged(obj)
 }
 
 // lookupOwner finds the owner, the Cluster and the TerraformCluster.
@@ -175,40 +207,17 @@ func (f *Flow) lookupOwner(ctx context.Context, p *Pass) error {
 		if wait.False {
 			status = metav1ConditionFalse
 		}
-		setCondition(p, infrav1.DependenciesReadyCondition, status, wait.Reason, wait.Message)
+		p.record(fromReading, infrav1.DependenciesReadyCondition, status, wait.Reason, wait.Message)
 	}
 	return nil
 }
 
-// ensureFinalizer adds the finalizer; the pass stops after adding it so the
-// write is visible before anything else happens.
-func (f *Flow) ensureFinalizer(ctx context.Context, p *Pass) (bool, error) {
-	if !p.Obj.GetDeletionTimestamp().IsZero() || controllerutil.ContainsFinalizer(p.Obj, f.Adapter.Finalizer()) {
-		return false, nil
+// clusterOrEmpty is the Cluster, or an empty one when unknown.
+func clusterOrEmpty(c *clusterv1.Cluster) *clusterv1.Cluster {
+	if c != nil {
+		return c
 	}
-	base := p.Obj.DeepCopyObject().(client.Object)
-	controllerutil.AddFinalizer(p.Obj, f.Adapter.Finalizer())
-	if err := f.Client.Patch(ctx, p.Obj, client.MergeFrom(base)); err != nil {
-		return false, fmt.Errorf("failed to add the finalizer: %w", err)
-	}
-	return true, nil
-}
-
-// paused: the object or its Cluster is paused.
-func (f *Flow) paused(p *Pass) bool {
-	var cluster *clusterv1.Cluster
-	if p.Cluster != nil {
-		cluster = p.Cluster
-	} else {
-		cluster = &clusterv1.Cluster{}
-	}
-	paused := annotations.IsPaused(cluster, p.Obj)
-	if paused {
-		setCondition(p, infrav1.PausedCondition, metav1ConditionTrue, infrav1.PausedReason, "")
-	} else {
-		setCondition(p, infrav1.PausedCondition, metav1ConditionFalse, infrav1.NotPausedReason, "")
-	}
-	return paused
+	return &clusterv1.Cluster{}
 }
 
 // pausedBranch: a paused object processes its finished Jobs (bookkeeping ran

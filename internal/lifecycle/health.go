@@ -26,8 +26,8 @@ func (p *Pass) RawOutputs() contract.RawOutputs {
 
 // SetOutputsValid sets OutputsValid from a decode verdict.
 func (f *Flow) SetOutputsValid(p *Pass, v contract.Verdict) {
-	prev := condition(p, infrav1.OutputsValidCondition)
-	setCondition(p, infrav1.OutputsValidCondition, metav1Status(v.Status), v.Reason, v.Message)
+	prev := p.Condition(infrav1.OutputsValidCondition)
+	p.record(fromReading, infrav1.OutputsValidCondition, metav1Status(v.Status), v.Reason, v.Message)
 	if v.Status == contract.StatusFalse && (prev == nil || prev.Status != metav1ConditionFalse) {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.OutputsInvalidEvent, v.Message)
 	}
@@ -82,7 +82,7 @@ func (f *Flow) ObserveHealth(p *Pass, r Reading) string {
 			sample.Healthy = r.Health.Healthy
 		}
 	}
-	prev := condition(p, infrav1.InfrastructureHealthyCondition)
+	prev := p.Condition(infrav1.InfrastructureHealthyCondition)
 	prevReason := ""
 	if prev != nil {
 		prevReason = prev.Reason
@@ -107,7 +107,7 @@ func (f *Flow) ObserveHealth(p *Pass, r Reading) string {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	setCondition(p, infrav1.InfrastructureHealthyCondition, metav1ConditionStatus(hc.Status), hc.Reason, msg)
+	p.record(fromReading, infrav1.InfrastructureHealthyCondition, metav1ConditionStatus(hc.Status), hc.Reason, msg)
 	if p.Provisioned() && (prev == nil || prev.Status != metav1ConditionStatus(hc.Status)) {
 		switch hc.Status {
 		case decide.ConditionTrue:

@@ -21,33 +21,6 @@ import (
 // conditions the object had when the pass read it with the ones it
 // patched, in transitionMetrics and nowhere else.
 
-// transitionConditions are the conditions whose transitions feed a counter.
-var transitionConditions = []string{
-	infrav1.StateReadableCondition,
-	infrav1.OutputsValidCondition,
-	infrav1.IdentityAllowedCondition,
-	infrav1.RestoreJobSucceededCondition,
-}
-
-// snapshotConditions copies the transition conditions the object carries
-// as the pass read it (absent ones stay absent).
-func snapshotConditions(p *Pass) {
-	p.before = map[string]metav1.Condition{}
-	for _, t := range transitionConditions {
-		if c := condition(p, t); c != nil {
-			p.before[t] = *c
-		}
-	}
-}
-
-// conditionBefore is the condition t as the pass read it, nil when unset.
-func (p *Pass) conditionBefore(t string) *metav1.Condition {
-	if c, ok := p.before[t]; ok {
-		return &c
-	}
-	return nil
-}
-
 // enteredFalse reports whether a condition turned False in a pass: it is
 // False now and was not False with the same reason before (unset, True,
 // Unknown, or False for another reason). A condition that stays False with
@@ -120,7 +93,7 @@ func passTransitions(before, after func(string) *metav1.Condition, unreadableSki
 // and the next pass sees the same transition again.
 func (f *Flow) transitionMetrics(p *Pass) {
 	kind := string(p.Kind)
-	t := passTransitions(p.conditionBefore, func(c string) *metav1.Condition { return condition(p, c) }, p.backupSkippedUnreadable)
+	t := passTransitions(p.Before, func(c string) *metav1.Condition { return condition(p, c) }, p.backupSkippedUnreadable)
 	if t.stateReadError != "" {
 		metrics.StateReadError(kind, t.stateReadError)
 	}

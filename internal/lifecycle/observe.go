@@ -43,6 +43,9 @@ func (f *Flow) durableSecret(ctx context.Context, p *Pass) (*corev1.Secret, erro
 // state of a successful apply, classifies the lock, and hands the outputs to
 // the kind.
 func (f *Flow) readState(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return nil
+	}
 	durable, err := f.durableSecret(ctx, p)
 	if err != nil {
 		return err
@@ -55,21 +58,21 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	case readErr == nil:
 		p.State = st
 		p.StateStatus = decide.StateRead
-		setCondition(p, infrav1.StateReadableCondition, metav1ConditionTrue, infrav1.StateReadReason, "")
+		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionTrue, infrav1.StateReadReason, "")
 		if st.Serial > 0 {
 			p.Status().ObservedStateSerial = int64(st.Serial)
 		}
 	case errors.Is(readErr, state.ErrNotFound):
 		p.StateStatus = decide.StateNotFound
 		if p.everApplied() {
-			setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
+			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
 				"the state Secret "+state.SecretName(p.Suffix)+" is missing; restore a backup with "+infrav1.RestoreStateAnnotation)
 		} else {
-			setCondition(p, infrav1.StateReadableCondition, metav1ConditionUnknown, infrav1.StateNotFoundReason, "")
+			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionUnknown, infrav1.StateNotFoundReason, "")
 		}
 	case reason != "":
 		p.StateStatus = decide.StateUnreadable
-		setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, reason, readErr.Error())
+		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, reason, readErr.Error())
 	default:
 		return fmt.Errorf("failed to read the state: %w", readErr)
 	}
@@ -128,7 +131,7 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 	case state.LockForeign:
 		p.StateStatus = decide.StateUnreadable
 		p.State = nil
-		setCondition(p, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLockedReason, v.Message())
+		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLockedReason, v.Message())
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.StateLockedEvent, v.Message())
 	}
 	return nil
@@ -208,6 +211,9 @@ func (f *Flow) adopt(ctx context.Context, p *Pass) error {
 
 // buildInputs renders the current inputs (the kind's part).
 func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return nil
+	}
 	if err := f.Adapter.BuildInputs(ctx, p); err != nil {
 		return err
 	}
@@ -219,10 +225,10 @@ func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
 		}
 		if p.OwnerWait == nil {
 			p.OwnerWait = &Wait{Reason: p.Inputs.Reason, Message: p.Inputs.Message, False: status == metav1ConditionFalse}
-			setCondition(p, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
+			p.record(fromReading, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
 		}
 	case decide.InputsTooLarge:
-		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
+		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
 	}
 	return nil
 }

@@ -38,14 +38,10 @@ func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note st
 // runner RBAC in place, and sets IdentityAllowed, CredentialsMirrored and
 // RunnerRBACReady (internal/identity owns the rules).
 func (f *Flow) credentials(ctx context.Context, p *Pass) error {
-	var prev *metav1.Condition
-	if c := condition(p, infrav1.IdentityAllowedCondition); c != nil {
-		cp := *c
-		prev = &cp
-	}
+	prev := p.Before(infrav1.IdentityAllowedCondition)
 	creds, err := identity.Reconcile(ctx, f.Client, f.APIReader, p.Obj)
 	for _, c := range creds.Conditions() {
-		setCondition(p, c.Type, c.Status, c.Reason, c.Message)
+		p.record(fromReading, c.Type, c.Status, c.Reason, c.Message)
 	}
 	for _, e := range creds.Events(prev) {
 		f.event(p, nil, e.Type, e.Reason, e.Message)
@@ -53,7 +49,7 @@ func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 	p.Identity = creds.Access.Name
 	p.CredentialsWait = creds.WaitReason()
 	if !creds.Access.Allowed() && creds.Access.Condition.Status == metav1ConditionFalse {
-		setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, creds.Access.Condition.Message)
+		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, creds.Access.Condition.Message)
 	}
 	if err != nil {
 		return fmt.Errorf("failed the credentials step: %w", err)
@@ -128,7 +124,12 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 		}
 	}
 
-	if p.Active != nil {
+	if err := f.vanishedJob(ctx, p); err != nil {
+		return err
+	}
+	if p.jobCacheStale {
+		// status.activeJob stays as it is until the cache catches up.
+	} else if p.Active != nil {
 		s := p.Status()
 		s.ActiveJob = &infrav1.ActiveJob{
 			Name:      p.Active.Name,
@@ -145,6 +146,64 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	}
 	forgetRestore(p)
 	return nil
+}
+
+// vanishedJob looks at a Job status.activeJob names that the cache does not
+// hold. The API server may have it and the cache not yet (decide waits for
+// the cache); or it is gone without a result, deleted while it ran. Of a
+// TerraformCluster or TerraformMachinePool, such an apply may have applied
+// part of its change: confirmed by live reads, captf.io/interrupted-apply
+// on the durable inputs keeps an apply of the current inputs due
+// (Retries and Backoff, "An apply Job deleted while it ran").
+func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
+	aj := p.Status().ActiveJob
+	if aj == nil || aj.Name == "" {
+		return nil
+	}
+	for i := range p.Jobs {
+		if p.Jobs[i].Name == aj.Name {
+			return nil
+		}
+	}
+	live := &batchv1.Job{}
+	err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: aj.Name}, live)
+	switch {
+	case err == nil:
+		if isOwnedBy(live, p.Obj) {
+			p.jobCacheStale = true
+		}
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("failed to read Job %s: %w", aj.Name, err)
+	}
+	if aj.Operation != infrav1.OperationApply || p.Kind == decide.KindMachine {
+		return f.releaseLeases(ctx, p, aj.Name)
+	}
+	obj := f.Adapter.New()
+	if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(p.Obj), obj); err != nil {
+		return fmt.Errorf("failed to read %s live: %w", client.ObjectKeyFromObject(p.Obj), err)
+	}
+	if la := obj.GetWorkspaceStatus().ActiveJob; la == nil || la.Name != aj.Name {
+		return nil
+	}
+	durable, err := f.durableSecret(ctx, p)
+	if err != nil {
+		return err
+	}
+	if durable != nil && durable.Annotations[infrav1.InterruptedApplyAnnotation] != aj.Name {
+		base := durable.DeepCopy()
+		if durable.Annotations == nil {
+			durable.Annotations = map[string]string{}
+		}
+		durable.Annotations[infrav1.InterruptedApplyAnnotation] = aj.Name
+		if err := f.Client.Patch(ctx, durable, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("failed to record the interrupted apply on Secret %s: %w", durable.Name, err)
+		}
+	}
+	msg := "Job " + aj.Name + " disappeared while it ran and may have applied part of its change; an apply of the current inputs is due"
+	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.ApplyFailedReason, msg)
+	f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInterruptedEvent, msg)
+	return f.releaseLeases(ctx, p, aj.Name)
 }
 
 func isOwnedBy(job *batchv1.Job, obj client.Object) bool {
@@ -179,27 +238,37 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	succeeded := c.Outcome == jobs.OutcomeSucceeded
 	reason := c.Reason(op)
 	detail := c.Detail
+	remediation := job.Annotations[infrav1.DriftRemediationAnnotation] == "true"
 
 	switch op {
 	case infrav1.OperationApply, infrav1.OperationDestroy:
 		switch {
 		case succeeded && op == infrav1.OperationApply:
-			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, "")
+			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, "")
+			if remediation {
+				f.driftRemediated(p, job)
+			}
 			p.sampleOp = decide.OpApply
 			p.appliedAt = c.FinishedAt
 			if err := f.pinDigest(ctx, p, c); err != nil {
 				return err
 			}
 		case succeeded:
-			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, "")
+			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, "")
 		case reason != "":
-			setCondition(p, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, reason,
+			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, reason,
 				fmt.Sprintf("Job %s: %s", job.Name, detail))
+			if remediation {
+				// A remediation that failed or was blocked leaves the drift
+				// pending (Drift: the remediation cap decides the retry).
+				p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftPendingReason,
+					fmt.Sprintf("Job %s did not remediate the drift: %s", job.Name, detail))
+			}
 		}
 	case infrav1.OperationRefresh, infrav1.OperationDrift:
 		switch {
 		case succeeded:
-			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionTrue, infrav1.DriftCheckedReason, "")
+			p.record(fromJobResult, infrav1.DriftJobSucceededCondition, metav1ConditionTrue, infrav1.DriftCheckedReason, "")
 			p.sampleOp = decide.Operation(op)
 			if op == infrav1.OperationRefresh {
 				s.LastRefresh = &finished
@@ -208,14 +277,14 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 				f.setDriftDetected(p, job, c)
 			}
 		case reason != "":
-			setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionFalse, reason,
+			p.record(fromJobResult, infrav1.DriftJobSucceededCondition, metav1ConditionFalse, reason,
 				fmt.Sprintf("Job %s: %s", job.Name, detail))
 		}
 	case infrav1.OperationRestore:
 		if succeeded {
-			setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionTrue, infrav1.StateRestoredReason, "")
+			p.record(fromJobResult, infrav1.RestoreJobSucceededCondition, metav1ConditionTrue, infrav1.StateRestoredReason, "")
 		} else if reason != "" {
-			setCondition(p, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, reason,
+			p.record(fromJobResult, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, reason,
 				fmt.Sprintf("Job %s: %s", job.Name, detail))
 		}
 	case infrav1.OperationPlan:
@@ -281,11 +350,21 @@ func (f *Flow) jobEvent(p *Pass, job *batchv1.Job, c *jobs.Classification) {
 	}
 }
 
+// driftRemediated records that a drift-remediation apply succeeded: the
+// drift is resolved until the next drift check says otherwise.
+func (f *Flow) driftRemediated(p *Pass, job *batchv1.Job) {
+	prev := p.Condition(infrav1.DriftDetectedCondition)
+	p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, "Job "+job.Name+" remediated the drift")
+	if prev != nil && prev.Status == metav1ConditionTrue {
+		f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, "Job "+job.Name+" remediated the drift")
+	}
+}
+
 // setDriftDetected records a drift Job's finding.
 func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classification) {
-	prev := condition(p, infrav1.DriftDetectedCondition)
+	prev := p.Condition(infrav1.DriftDetectedCondition)
 	if !c.Result.DriftDetected {
-		setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, fmt.Sprintf("Job %s found no drift", job.Name))
+		p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, fmt.Sprintf("Job %s found no drift", job.Name))
 		if prev != nil && prev.Status == metav1ConditionTrue {
 			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, "No drift found by Job "+job.Name)
 		}
@@ -300,7 +379,7 @@ func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classificatio
 	if d := c.Result.LastRun.Drift; d != nil {
 		msg = fmt.Sprintf("Job %s found drift: %d to add, %d to change, %d to destroy", job.Name, deref(d.Add), deref(d.Change), deref(d.Destroy))
 	}
-	setCondition(p, infrav1.DriftDetectedCondition, metav1ConditionTrue, reason, msg)
+	p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionTrue, reason, msg)
 	f.event(p, job, corev1.EventTypeWarning, infrav1.DriftDetectedEvent, msg)
 }
 
@@ -392,21 +471,18 @@ func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// activeJob: while a Job runs, state is not read and nothing new is
-// decided; a Job that can never start is deleted.
+// activeJob: while a Job runs, a Job that can never start is deleted;
+// decide then waits on the Job (the Job's watch wakes the object when it
+// finishes).
 func (f *Flow) activeJob(ctx context.Context, p *Pass) error {
 	if p.Active == nil {
 		return nil
 	}
 	op := p.Active.Labels[infrav1.OpLabel]
 	if op == string(infrav1.OperationDrift) || op == string(infrav1.OperationRefresh) {
-		setCondition(p, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
+		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
 	}
-	if err := f.deleteIfStuck(ctx, p); err != nil {
-		return err
-	}
-	p.Requeue(decide.RequeueJobRunning)
-	return errStop
+	return f.deleteIfStuck(ctx, p)
 }
 
 // deleteIfStuck deletes an active Job whose per-run Secret is missing and
@@ -443,6 +519,9 @@ func (f *Flow) deleteIfStuck(ctx context.Context, p *Pass) error {
 		return fmt.Errorf("failed to delete stuck Job %s: %w", job.Name, err)
 	}
 	f.event(p, job, corev1.EventTypeWarning, infrav1.StuckJobDeletedEvent, "Deleted Job "+job.Name+": its per-run Secret is missing and it never started")
+	// A Job CAPTF deleted itself is no interrupted run: status forgets it,
+	// so no later pass takes it for an apply that disappeared.
+	p.Status().ActiveJob = nil
 	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
 		return err
 	}

@@ -49,7 +49,9 @@ func TestTransitionEvents(t *testing.T) {
 			obj := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
 			obj.Status.Conditions = c.before
 			rec := events.NewFakeRecorder(10)
-			c.do(&Flow{Recorder: rec}, &Pass{Obj: obj, Kind: decide.KindCluster})
+			p := &Pass{Obj: obj, Kind: decide.KindCluster}
+			snapshotConditions(p)
+			c.do(&Flow{Recorder: rec}, p)
 			got := ""
 			select {
 			case e := <-rec.Events:
@@ -58,6 +60,125 @@ func TestTransitionEvents(t *testing.T) {
 			}
 			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, " "+c.want+" ") {
 				t.Fatalf("event %q, want reason %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestConditionTransitionEvents: the events reference-facts §2 ties to a
+// condition's transition are emitted once, when the pass's computed
+// conditions differ from the ones it read: DeletionStarted, Paused,
+// Resumed, StateLost, StateUnreadable and ConditionChanged for an owned
+// condition without an event of its own.
+func TestConditionTransitionEvents(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason}
+	}
+	now := metav1.Now()
+	for _, c := range []struct {
+		name     string
+		before   []metav1.Condition
+		deleting bool
+		pass     func(p *Pass)
+		want     []string // event type and reason, in order
+	}{
+		{name: "DeletionStarted: the first pass with a deletion timestamp",
+			before: []metav1.Condition{cond(infrav1.DeletingCondition, metav1.ConditionFalse, infrav1.NotDeletingReason)}, deleting: true,
+			want: []string{"Normal DeletionStarted"}},
+		{name: "no DeletionStarted on later passes of a deleting object",
+			before: []metav1.Condition{cond(infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason)}, deleting: true},
+		{name: "Paused: Paused turns True",
+			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionFalse, infrav1.NotPausedReason)},
+			pass:   func(p *Pass) { p.pausedSeen, p.paused = true, true },
+			want:   []string{"Normal Paused"}},
+		{name: "Resumed: Paused True turns False",
+			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReason)},
+			pass:   func(p *Pass) { p.pausedSeen = true },
+			want:   []string{"Normal Resumed"}},
+		{name: "no Paused while it stays paused",
+			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReason)},
+			pass:   func(p *Pass) { p.pausedSeen, p.paused = true, true }},
+		{name: "StateLost: StateReadable turns False/StateLost",
+			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionTrue, infrav1.StateReadReason)},
+			pass: func(p *Pass) {
+				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason, "gone")
+			},
+			want: []string{"Warning StateLost"}},
+		{name: "StateUnreadable: StateReadable turns False/StateCorrupt",
+			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionTrue, infrav1.StateReadReason)},
+			pass: func(p *Pass) {
+				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason, "bad")
+			},
+			want: []string{"Warning StateUnreadable"}},
+		{name: "no StateUnreadable while the state stays corrupt",
+			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason)},
+			pass: func(p *Pass) {
+				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason, "bad")
+			}},
+		{name: "ConditionChanged: DependenciesReady turns False, Warning",
+			before: []metav1.Condition{cond(infrav1.DependenciesReadyCondition, metav1.ConditionTrue, infrav1.DependenciesReadyReason)},
+			pass: func(p *Pass) {
+				p.OwnerWait = &Wait{Reason: infrav1.OwnerNotFoundReason, False: true}
+				p.record(fromReading, infrav1.DependenciesReadyCondition, metav1.ConditionFalse, infrav1.OwnerNotFoundReason, "gone")
+			},
+			want: []string{"Warning ConditionChanged"}},
+		{name: "ConditionChanged: DeletionBlocked turns True, Warning (negative polarity)",
+			before: []metav1.Condition{cond(infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)},
+			pass: func(p *Pass) {
+				p.record(fromRefusal, infrav1.DeletionBlockedCondition, metav1.ConditionTrue, infrav1.DependentsExistReason, "machines remain")
+			},
+			want: []string{"Warning ConditionChanged"}},
+		{name: "ConditionChanged: RunnerRBACReady turns True, Normal",
+			before: []metav1.Condition{cond(infrav1.RunnerRBACReadyCondition, metav1.ConditionUnknown, infrav1.RBACFailedReason)},
+			pass: func(p *Pass) {
+				p.record(fromReading, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason, "")
+			},
+			want: []string{"Normal ConditionChanged"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obj := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Finalizers: []string{"f"}}}
+			if c.deleting {
+				obj.DeletionTimestamp = &now
+			}
+			// Every default condition in place, so only the case's change
+			// is a transition.
+			seed := &Pass{Obj: obj, Kind: decide.KindCluster}
+			recordDefaults(seed)
+			for t, f := range seed.facts {
+				if t != infrav1.PausedCondition {
+					obj.Status.Conditions = append(obj.Status.Conditions, f.c)
+				}
+			}
+			for _, b := range c.before {
+				replaced := false
+				for i := range obj.Status.Conditions {
+					if obj.Status.Conditions[i].Type == b.Type {
+						obj.Status.Conditions[i], replaced = b, true
+					}
+				}
+				if !replaced {
+					obj.Status.Conditions = append(obj.Status.Conditions, b)
+				}
+			}
+			rec := events.NewFakeRecorder(10)
+			f := &Flow{Recorder: rec, Adapter: readyAdapter{}}
+			p := &Pass{Obj: obj, Kind: decide.KindCluster}
+			snapshotConditions(p)
+			if c.pass != nil {
+				c.pass(p)
+			}
+			if err := f.computeConditions(p); err != nil {
+				t.Fatal(err)
+			}
+			f.transitionEvents(p)
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				fields := strings.Fields(e)
+				got = append(got, fields[0]+" "+fields[1])
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Fatalf("events %q, want %q", got, c.want)
 			}
 		})
 	}

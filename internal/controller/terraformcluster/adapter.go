@@ -59,8 +59,8 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 	case cluster == nil:
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Cluster to own this TerraformCluster"}, nil
 	}
-	if msg := backReference(tc, cluster); msg != "" {
-		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, Message: msg, False: true}, nil
+	if w := lifecycle.BackReference(tc, "TerraformCluster", cluster, cluster.Spec.InfrastructureRef, cluster.Name); w != nil {
+		return w, nil
 	}
 	p.Cluster = cluster
 	p.Owner = cluster
@@ -68,23 +68,6 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 	return nil, nil
 }
 
-// backReference checks that the Cluster names this TerraformCluster as its
-// infrastructure, with a matching owner UID and cluster-name label.
-func backReference(tc *infrav1.TerraformCluster, cluster *clusterv1.Cluster) string {
-	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != "TerraformCluster" || ref.Name != tc.Name || (ref.APIGroup != "" && ref.APIGroup != infrav1.GroupVersion.Group) {
-		return fmt.Sprintf("Cluster %s does not reference this TerraformCluster in spec.infrastructureRef", cluster.Name)
-	}
-	for _, o := range tc.OwnerReferences {
-		if o.Kind == "Cluster" && o.Name == cluster.Name && o.UID != cluster.UID {
-			return fmt.Sprintf("the owner reference to Cluster %s carries another UID", cluster.Name)
-		}
-	}
-	if l := tc.Labels[clusterv1.ClusterNameLabel]; l != "" && l != cluster.Name {
-		return fmt.Sprintf("the %s label names %s, not the owning Cluster %s", clusterv1.ClusterNameLabel, l, cluster.Name)
-	}
-	return ""
-}
 
 // BuildInputs renders the cluster role's inputs.
 func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {

@@ -69,16 +69,8 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 		}
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Machine to own this TerraformMachine"}, nil
 	}
-	ref := m.Spec.InfrastructureRef
-	if ref.Kind != "TerraformMachine" || ref.Name != tm.Name {
-		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
-			Message: fmt.Sprintf("Machine %s does not reference this TerraformMachine in spec.infrastructureRef", m.Name)}, nil
-	}
-	for _, o := range tm.OwnerReferences {
-		if o.Kind == "Machine" && o.Name == m.Name && o.UID != m.UID {
-			return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
-				Message: fmt.Sprintf("the owner reference to Machine %s carries another UID", m.Name)}, nil
-		}
+	if w := lifecycle.BackReference(tm, "TerraformMachine", m, m.Spec.InfrastructureRef, m.Spec.ClusterName); w != nil {
+		return w, nil
 	}
 	p.Owner = m
 	return lifecycle.LookupCluster(ctx, a.Client, p, m.Spec.ClusterName)

@@ -69,16 +69,8 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 		}
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a MachinePool to own this TerraformMachinePool"}, nil
 	}
-	ref := mp.Spec.Template.Spec.InfrastructureRef
-	if ref.Kind != "TerraformMachinePool" || ref.Name != tmp.Name {
-		return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
-			Message: fmt.Sprintf("MachinePool %s does not reference this TerraformMachinePool", mp.Name)}, nil
-	}
-	for _, o := range tmp.OwnerReferences {
-		if o.Kind == "MachinePool" && o.Name == mp.Name && o.UID != mp.UID {
-			return &lifecycle.Wait{Reason: infrav1.OwnerMismatchReason, False: true,
-				Message: fmt.Sprintf("the owner reference to MachinePool %s carries another UID", mp.Name)}, nil
-		}
+	if w := lifecycle.BackReference(tmp, "TerraformMachinePool", mp, mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName); w != nil {
+		return w, nil
 	}
 	p.Owner = mp
 	return lifecycle.LookupCluster(ctx, a.Client, p, mp.Spec.ClusterName)
