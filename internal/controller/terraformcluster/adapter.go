@@ -68,7 +68,6 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 	return nil, nil
 }
 
-
 // BuildInputs renders the cluster role's inputs.
 func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 	tc := p.Obj.(*infrav1.TerraformCluster)
