@@ -139,7 +139,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 // once, addresses, failure domain, interruptible, health.
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tm := p.Obj.(*infrav1.TerraformMachine)
-	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID}
+	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID, Undeclared: p.UndeclaredOutputs()}
 	if m := machine(p); m != nil && m.Spec.FailureDomain != "" {
 		fd := m.Spec.FailureDomain
 		facts.RequestedFailureDomain = &fd

@@ -150,7 +150,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 // instances, health; ready latches with provisioned.
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tmp := p.Obj.(*infrav1.TerraformMachinePool)
-	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{})
+	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{Undeclared: p.UndeclaredOutputs()})
 	a.Flow.SetOutputsValid(p, v)
 
 	if out.ProviderID != nil && tmp.Spec.ProviderID != *out.ProviderID {
