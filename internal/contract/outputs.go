@@ -578,8 +578,11 @@ func (d *decoder) instances(path string, v any) ([]Instance, int) {
 		if x := m["addresses"]; x != nil {
 			inst.Addresses = d.addresses(p+".addresses", x)
 		}
+		// A failure-domain name is 1–256 characters for an instance as for a
+		// machine: "" is OutputsInvalid, never dropped (Module Contract, "Type
+		// conventions"). Only an ID's "" reads as null, like instance_id's.
 		if x := m["failure_domain"]; x != nil {
-			if s, ok := d.str(p+".failure_domain", x); ok && s != "" && d.length(p+".failure_domain", s, 1, MaxFailureDomainNameLength) {
+			if s, ok := d.str(p+".failure_domain", x); ok && d.length(p+".failure_domain", s, 1, MaxFailureDomainNameLength) {
 				inst.FailureDomain = s
 			}
 		}
