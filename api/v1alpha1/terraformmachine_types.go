@@ -40,10 +40,13 @@ type TerraformMachineSpec struct {
 type TerraformMachineStatus struct {
 	WorkspaceStatus `json:",inline"`
 
-	// addresses of the instance, in canonical order.
+	// addresses of the instance, in canonical order. An empty list means
+	// the instance has no addresses (the module's addresses output is []);
+	// the field is absent while the output is null. Cluster API copies the
+	// list to Machine.status.addresses when present, [] included, and leaves
+	// the Machine's list alone when absent.
 	// +optional
-	// +kubebuilder:validation:MinItems=1
-	Addresses clusterv1.MachineAddresses `json:"addresses,omitempty"`
+	Addresses clusterv1.MachineAddresses `json:"addresses,omitzero"`
 
 	// failureDomain the instance runs in.
 	// +optional

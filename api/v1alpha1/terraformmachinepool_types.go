@@ -70,10 +70,11 @@ type Instance struct {
 	// +kubebuilder:validation:MaxLength=256
 	InstanceID string `json:"instanceID,omitempty"`
 
-	// addresses of the member.
+	// addresses of the member, in canonical order. An empty list means the
+	// member has no addresses; the field is absent when the instance's
+	// addresses are null.
 	// +optional
-	// +kubebuilder:validation:MinItems=1
-	Addresses clusterv1.MachineAddresses `json:"addresses,omitempty"`
+	Addresses clusterv1.MachineAddresses `json:"addresses,omitzero"`
 
 	// failureDomain the member runs in.
 	// +optional

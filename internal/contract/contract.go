@@ -199,8 +199,9 @@ const (
 )
 
 // Output is one contract output of a role. Every contract output must be
-// declared by the module: the generated root re-exports each one, marked
-// sensitive, and an undeclared one is OutputsValid=False/OutputsMissing.
+// declared by the module: the generated root re-exports each declared one,
+// marked sensitive, and the runner reports an undeclared one, which is
+// OutputsValid=False/OutputsMissing.
 type Output struct {
 	// Name is the output name, identical in the module and the root.
 	Name string
@@ -251,7 +252,7 @@ var roleOutputs = map[Role][]Output{
 		{Name: OutputProviderID, Null: NullAllowed, Shape: "string 1-512 (\"\" is null), the group id"},
 		{Name: OutputProviderIDList, Null: NullPending, Shape: "list(string 1-512), at most 10000 after de-duplication"},
 		{Name: OutputReplicas, Null: NullPending, Shape: "number, integer 0-2147483647"},
-		{Name: OutputInstances, Null: NullAllowed, Shape: "list({ provider_id = string 1-512, instance_id = optional(string), addresses = optional(list(address)), failure_domain = optional(string), state = optional(health state) }), capped at 1000"},
+		{Name: OutputInstances, Null: NullAllowed, Shape: "list({ provider_id = string 1-512, instance_id = optional(string), addresses = optional(list(address)), failure_domain = optional(string 1-256), state = optional(health state) }), capped at 1000"},
 		{Name: OutputHealth, Null: NullPending, Shape: shapeHealth},
 	},
 }

@@ -172,6 +172,23 @@ func DecodeClusterOutputs(raw RawOutputs, facts ClusterFacts) (ClusterOutputs, V
 	return out, d.verdict(nil)
 }
 
+// DecodeFailureDomains decodes the cluster role's failure_domains output on
+// its own, as the pools of the cluster read it from the cluster's state for
+// their cluster_failure_domains input (Contract - MachinePool Role). null,
+// absent and [] all give nil; problems lists what makes it invalid.
+func DecodeFailureDomains(raw json.RawMessage) ([]FailureDomain, []Problem) {
+	d := &decoder{raw: RawOutputs{OutputFailureDomains: raw}}
+	v, ok := d.value(OutputFailureDomains)
+	if !ok {
+		return nil, d.problems
+	}
+	fds := d.failureDomains(OutputFailureDomains, v)
+	if len(d.problems) > 0 {
+		return nil, d.problems
+	}
+	return fds, nil
+}
+
 // MachineFacts are the facts a machine's outputs are checked against.
 type MachineFacts struct {
 	// RequestedFailureDomain is Machine.spec.failureDomain as rendered into
@@ -578,8 +595,11 @@ func (d *decoder) instances(path string, v any) ([]Instance, int) {
 		if x := m["addresses"]; x != nil {
 			inst.Addresses = d.addresses(p+".addresses", x)
 		}
+		// A failure-domain name is 1–256 characters for an instance as for a
+		// machine: "" is OutputsInvalid, never dropped (Module Contract, "Type
+		// conventions"). Only an ID's "" reads as null, like instance_id's.
 		if x := m["failure_domain"]; x != nil {
-			if s, ok := d.str(p+".failure_domain", x); ok && s != "" && d.length(p+".failure_domain", s, 1, MaxFailureDomainNameLength) {
+			if s, ok := d.str(p+".failure_domain", x); ok && d.length(p+".failure_domain", s, 1, MaxFailureDomainNameLength) {
 				inst.FailureDomain = s
 			}
 		}

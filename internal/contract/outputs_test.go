@@ -322,3 +322,53 @@ func TestVerdictStatusesAndValueFreeMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyStrings: one rule for "" in every role (Module Contract, "Type
+// conventions"): a string that maps to a Kubernetes field must meet that
+// field's validation, failure-domain names 1–256 characters, and an invalid
+// value is OutputsInvalid rather than written. The one normalization is for
+// IDs: "" for an ID such as provider_id becomes null first (Contract
+// Changelog, v1alpha1 "Added at the freeze").
+func TestEmptyStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		decode func() (Verdict, any)
+		reason string
+		want   any
+	}{
+		{"type_conventions/machine_failure_domain_empty_is_OutputsInvalid", func() (Verdict, any) {
+			o, v := DecodeMachineOutputs(machineRaw(OutputFailureDomain, `""`), MachineFacts{})
+			return v, o.FailureDomain
+		}, ReasonOutputsInvalid, (*string)(nil)},
+		{"type_conventions/instance_failure_domain_empty_is_OutputsInvalid", func() (Verdict, any) {
+			_, v := DecodeMachinePoolOutputs(poolRaw(OutputInstances, `[{"provider_id":"a","failure_domain":""}]`), MachinePoolFacts{})
+			return v, nil
+		}, ReasonOutputsInvalid, nil},
+		{"type_conventions/instance_failure_domain_null_is_absent", func() (Verdict, any) {
+			o, v := DecodeMachinePoolOutputs(poolRaw(OutputInstances, `[{"provider_id":"a","failure_domain":null}]`), MachinePoolFacts{})
+			return v, o.Instances[0].FailureDomain
+		}, ReasonOutputsValid, ""},
+		{"type_conventions/machine_provider_id_empty_is_null", func() (Verdict, any) {
+			o, v := DecodeMachineOutputs(machineRaw(OutputProviderID, `""`), MachineFacts{})
+			return v, o.ProviderID
+		}, ReasonOutputsPending, (*string)(nil)},
+		{"type_conventions/pool_provider_id_empty_is_null", func() (Verdict, any) {
+			o, v := DecodeMachinePoolOutputs(poolRaw(OutputProviderID, `""`), MachinePoolFacts{})
+			return v, o.ProviderID
+		}, ReasonOutputsValid, (*string)(nil)},
+		{"type_conventions/instance_id_empty_is_null", func() (Verdict, any) {
+			o, v := DecodeMachinePoolOutputs(poolRaw(OutputInstances, `[{"provider_id":"a","instance_id":""}]`), MachinePoolFacts{})
+			return v, o.Instances[0].InstanceID
+		}, ReasonOutputsValid, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, got := tc.decode()
+			if v.Reason != tc.reason {
+				t.Fatalf("reason = %s (%s), want %s", v.Reason, v.Message, tc.reason)
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("decoded %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}

@@ -64,9 +64,9 @@ type Instance struct {
 // the state. OpenTofu and Terraform leave a root output whose value is null
 // out of the state altogether, so an absent key reads as null, exactly like
 // a present JSON null. That a module does not declare an output cannot be
-// seen in the state (the generated root references every contract output,
-// so such a module fails validate); the caller reports it through the facts'
-// Undeclared list.
+// seen in the state: the runner leaves such an output out of the generated
+// root and lists it in its result document, and the caller reports it
+// through the facts' Undeclared list.
 type RawOutputs map[string]json.RawMessage
 
 // ClusterOutputs are the decoded outputs of the cluster role.

@@ -172,6 +172,11 @@ func (d *decider) decide() Decision {
 	if o.State == StateUnreadable {
 		return wait(ReasonStateUnreadable, RequeueStateUnreadable)
 	}
+	// A module known to lack a contract output is not run again on the same
+	// inputs (Module Contract, "Null semantics").
+	if d.outputsMissing() {
+		return wait(ReasonOutputsMissing, RequeueFixInput)
+	}
 
 	// 3 to 7. The apply reasons.
 	if r, ok := d.applyReason(); ok {

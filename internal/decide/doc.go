@@ -33,7 +33,12 @@
 //  7. Deleting: wait while the state is lost, while a cluster still has
 //     machines or pools, or while the durable inputs are missing; else
 //     destroy.
-//  8. Lost or unreadable state: requeue after 1 min.
+//  8. Lost or unreadable state: requeue after 1 min. Then a module known to
+//     lack contract outputs: when the newest Job that checked the module's
+//     outputs ran the inputs the next Job would run (the image is one of
+//     them) and found some undeclared, no apply, plan, refresh or drift
+//     starts; re-checked every 10 min, and a change wakes the reconcile
+//     sooner (Module Contract, "Null semantics").
 //  9. The apply reasons, in the book's order: no state yet, state without an
 //     inputs hash, a mutable kind's changed inputs, a mutable kind's failed
 //     newest apply (drift remediations passed over), an apply Job deleted

@@ -68,6 +68,11 @@ const (
 	ReasonJobPolicyInvalid       Reason = v1alpha1.JobPolicyInvalidReason
 	ReasonInputsTooLarge         Reason = v1alpha1.InputsTooLargeReason
 	ReasonDurableInputsMissing   Reason = v1alpha1.DurableInputsMissingReason
+	// ReasonOutputsMissing: the newest Job that checked the module found
+	// contract outputs it does not declare, on the inputs the next Job would
+	// run; nothing runs again until they change (Module Contract, "Null
+	// semantics").
+	ReasonOutputsMissing Reason = v1alpha1.OutputsMissingReason
 	// ReasonInputsNotRendered: an apply is due but the reconcile did not
 	// render the inputs (a caller error for a mutable kind; kept safe).
 	ReasonInputsNotRendered Reason = "InputsNotRendered"
@@ -96,8 +101,8 @@ const (
 	// an annotation change wakes the reconcile sooner.
 	RequeueApprovalWait = 10 * time.Minute
 	// RequeueFixInput: JobPolicyInvalid, InputsTooLarge, missing durable
-	// inputs and a restore request that cannot run; a change wakes the
-	// reconcile.
+	// inputs, a restore request that cannot run and a module missing
+	// contract outputs; a change wakes the reconcile.
 	RequeueFixInput = 10 * time.Minute
 )
 

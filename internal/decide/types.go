@@ -177,6 +177,14 @@ type JobRecord struct {
 	// RestoreSerial: for a restore Job, the backup serial it pushed
 	// (captf.io/restore-serial).
 	RestoreSerial int64
+	// OutputsChecked: the runner matched the contract outputs against the
+	// module's declarations (every Job but a restore, from a runner that
+	// got as far as building its root).
+	OutputsChecked bool
+	// UndeclaredOutputs are the contract outputs the module does not
+	// declare, as the runner found them (empty when OutputsChecked is false
+	// or the module declares them all).
+	UndeclaredOutputs []string
 }
 
 // Outcome classifies a finished Job for backoff, retries and pruning.

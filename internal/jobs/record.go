@@ -31,6 +31,12 @@ func Record(job *batchv1.Job, c *Classification) decide.JobRecord {
 		rec.Succeeded = typ == batchv1.JobComplete
 		rec.DeadlineExceeded = typ == batchv1.JobFailed && cond.Reason == batchv1.JobReasonDeadlineExceeded
 	}
+	if c != nil {
+		// What the runner found about the module's outputs is read from the
+		// result whenever the pod still holds it, bookkept or not.
+		rec.OutputsChecked = c.Result.OutputsChecked
+		rec.UndeclaredOutputs = c.Result.UndeclaredOutputs
+	}
 	ann := job.Annotations
 	rec.DriftRemediation = ann[infrav1.DriftRemediationAnnotation] == "true"
 	if s, err := strconv.ParseInt(ann[infrav1.RestoreSerialAnnotation], 10, 64); err == nil && s > 0 {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,6 +23,8 @@ const (
 	maxRuntimeVersion    = 64
 	maxJobNameBytes      = 63
 	maxTerminationParsed = 16 << 10
+	maxUndeclared        = 16
+	maxOutputNameBytes   = 64
 )
 
 // Result is what a finished Job's runner reported, mapped to the API.
@@ -46,6 +49,15 @@ type Result struct {
 	Changes *result.Changes
 	// DriftDetected is true when a drift Job's plan found drift.
 	DriftDetected bool
+	// OutputsChecked is true when the runner matched the contract outputs
+	// against the module's declarations (the document's module section);
+	// false for a restore, an older runner, or a run stopped before its
+	// root was built.
+	OutputsChecked bool
+	// UndeclaredOutputs are the contract outputs the module does not
+	// declare, sorted and de-duplicated (OutputsValid=False/OutputsMissing);
+	// nil when none or when OutputsChecked is false.
+	UndeclaredOutputs []string
 }
 
 // TerminationMessage returns the termination message of the module
@@ -101,6 +113,10 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 	res.RuntimeVersion = truncate(doc.Runtime.Version, maxRuntimeVersion)
 	res.Plan = doc.Plan
 	res.Changes = doc.Changes
+	if m := doc.Module; m != nil {
+		res.OutputsChecked = true
+		res.UndeclaredOutputs = undeclaredOutputs(m.UndeclaredOutputs)
+	}
 
 	steps := doc.Steps
 	if len(steps) > maxLastRunSteps {
@@ -145,6 +161,23 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 		res.LastRun.Drift = ds
 	}
 	return res
+}
+
+// undeclaredOutputs bounds the runner's list of undeclared outputs: names
+// cut to 64 bytes, empty ones dropped, sorted, de-duplicated, at most 16.
+func undeclaredOutputs(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n = truncate(n, maxOutputNameBytes); n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > maxUndeclared {
+		out = out[:maxUndeclared]
+	}
+	return out
 }
 
 func problemOf(err error) string {

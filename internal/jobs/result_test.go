@@ -7,7 +7,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
@@ -294,6 +296,50 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 		if d := lr.Drift; d != nil && (len(d.Resources) > 20 || *d.Add < 0 || *d.Change < 0 || *d.Destroy < 0) {
 			t.Fatalf("bad drift %+v", d)
+		}
+	})
+}
+
+// TestDecodeResultUndeclaredOutputs: the contract outputs the runner found
+// undeclared reach the manager (Module Contract, "Null semantics"), bounded;
+// a document without the module section (an older runner, a restore) reads
+// as "not checked".
+func TestDecodeResultUndeclaredOutputs(t *testing.T) {
+	long := strings.Repeat("o", 100)
+	tests := []struct {
+		name        string
+		module      *result.Module
+		wantChecked bool
+		want        []string
+	}{
+		{"no_section_is_not_checked", nil, false, nil},
+		{"checked_and_complete", &result.Module{UndeclaredOutputs: []string{}}, true, nil},
+		{"checked_and_missing", &result.Module{UndeclaredOutputs: []string{"health", "exports"}}, true, []string{"exports", "health"}},
+		{"names_are_cut_deduplicated_and_capped", &result.Module{UndeclaredOutputs: append([]string{long, long, ""},
+			"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "p", "q", "r")}, true,
+			[]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", long[:64], "p"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := baseDoc(infrav1.OperationApply)
+			d.Module = tc.module
+			r := DecodeResult("job-a", infrav1.OperationApply, marshal(t, d))
+			if !r.Readable {
+				t.Fatalf("unreadable: %s", r.Problem)
+			}
+			if r.OutputsChecked != tc.wantChecked || !reflect.DeepEqual(r.UndeclaredOutputs, tc.want) {
+				t.Errorf("checked %v undeclared %v, want %v %v", r.OutputsChecked, r.UndeclaredOutputs, tc.wantChecked, tc.want)
+			}
+		})
+	}
+	t.Run("the_record_decide_reads_carries_them", func(t *testing.T) {
+		d := baseDoc(infrav1.OperationApply)
+		d.Module = &result.Module{UndeclaredOutputs: []string{"exports"}}
+		c := Classification{Outcome: OutcomeSucceeded, Result: DecodeResult("job-a", infrav1.OperationApply, marshal(t, d))}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job-a", Labels: map[string]string{infrav1.OpLabel: "apply"}}}
+		rec := Record(job, &c)
+		if !rec.OutputsChecked || !reflect.DeepEqual(rec.UndeclaredOutputs, []string{"exports"}) {
+			t.Errorf("record = %+v", rec)
 		}
 	})
 }

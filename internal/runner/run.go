@@ -209,6 +209,9 @@ func (r *runState) prepare() error {
 			return err
 		}
 	} else {
+		if err := r.matchOutputs(root); err != nil {
+			return err
+		}
 		values, err := sensitiveValuesOf(root)
 		if err != nil {
 			return &PrepareError{fmt.Errorf("reading the sensitive values of the generated root: %w", err)}
@@ -218,6 +221,33 @@ func (r *runState) prepare() error {
 	}
 	r.ex.dir = root
 	r.ex.env = env.Env
+	return nil
+}
+
+// matchOutputs keeps in the generated root only the contract outputs the
+// module declares, and records the others in the result document. A module
+// that lacks a contract output is reported, not failed: the run goes on, so
+// an apply still records its state and a destroy still destroys, and the
+// manager reports OutputsValid=False/OutputsMissing (Module Contract, "Null
+// semantics"). When the module's files cannot be parsed, the root stays as
+// rendered and the runtime reports the problem.
+func (r *runState) matchOutputs(root string) error {
+	declared, err := DeclaredOutputs(r.o.Module)
+	if err != nil {
+		klog.InfoS("Module outputs not checked; the generated root keeps every contract output", "reason", err.Error())
+		return nil
+	}
+	undeclared, err := PruneRootOutputs(root, declared)
+	if err != nil {
+		return err
+	}
+	if len(undeclared) > maxUndeclaredOutputs {
+		undeclared = undeclared[:maxUndeclaredOutputs]
+	}
+	r.doc.Module = &result.Module{UndeclaredOutputs: append([]string{}, undeclared...)}
+	if len(undeclared) > 0 {
+		klog.InfoS("The module does not declare these contract outputs; the generated root leaves them out", "outputs", undeclared)
+	}
 	return nil
 }
 

@@ -127,7 +127,7 @@ func endpoint(e clusterv1.APIEndpoint) *contract.Endpoint {
 // endpoint written back once, EndpointAvailable and health.
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tc := p.Obj.(*infrav1.TerraformCluster)
-	out, v := contract.DecodeClusterOutputs(p.RawOutputs(), contract.ClusterFacts{})
+	out, v := contract.DecodeClusterOutputs(p.RawOutputs(), contract.ClusterFacts{Undeclared: p.UndeclaredOutputs()})
 	a.Flow.SetOutputsValid(p, v)
 
 	// Failure domains.

@@ -131,7 +131,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 // once, addresses, failure domain, interruptible, health.
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tm := p.Obj.(*infrav1.TerraformMachine)
-	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID}
+	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID, Undeclared: p.UndeclaredOutputs()}
 	if m := machine(p); m != nil && m.Spec.FailureDomain != "" {
 		fd := m.Spec.FailureDomain
 		facts.RequestedFailureDomain = &fd
@@ -139,24 +139,17 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	out, v := contract.DecodeMachineOutputs(p.RawOutputs(), facts)
 	a.Flow.SetOutputsValid(p, v)
 
-	if out.ProviderID != nil && tm.Spec.ProviderID == "" {
-		tm.Spec.ProviderID = *out.ProviderID
-		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
-	}
-	if out.Addresses != nil {
-		addrs := make(clusterv1.MachineAddresses, 0, len(out.Addresses))
-		for _, ad := range out.Addresses {
-			addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(ad.Type), Address: ad.Address})
+	if writeOutputs(v) {
+		if out.ProviderID != nil && tm.Spec.ProviderID == "" {
+			tm.Spec.ProviderID = *out.ProviderID
+			a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
 		}
-		if len(addrs) == 0 {
-			addrs = nil
+		tm.Status.Addresses = statusAddresses(out.Addresses)
+		if out.FailureDomain != nil {
+			tm.Status.FailureDomain = *out.FailureDomain
 		}
-		tm.Status.Addresses = addrs
+		tm.Status.Interruptible = out.Interruptible
 	}
-	if out.FailureDomain != nil {
-		tm.Status.FailureDomain = *out.FailureDomain
-	}
-	tm.Status.Interruptible = out.Interruptible
 
 	a.Flow.ObserveHealth(p, lifecycle.Reading{
 		Health:       out.Health,

@@ -108,11 +108,10 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		}
 		return err
 	}
-	var clusterFDs []string
-	if tc := p.TerraformCluster; tc != nil {
-		for _, fd := range tc.Status.FailureDomains {
-			clusterFDs = append(clusterFDs, fd.Name)
-		}
+	clusterFDs, wait := clusterFailureDomains(ctx, a.Client, p.TerraformCluster)
+	if wait != nil {
+		p.Inputs = *wait
+		return nil
 	}
 	in := &inputs.MachinePoolInputs{
 		Common:                p.Common(),
@@ -142,7 +141,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 // instances, health; ready latches with provisioned.
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tmp := p.Obj.(*infrav1.TerraformMachinePool)
-	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{})
+	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{Undeclared: p.UndeclaredOutputs()})
 	a.Flow.SetOutputsValid(p, v)
 
 	if out.ProviderID != nil && tmp.Spec.ProviderID != *out.ProviderID {
@@ -162,11 +161,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	if out.Instances != nil {
 		inst := make([]infrav1.Instance, 0, len(out.Instances))
 		for _, i := range out.Instances {
-			var addrs clusterv1.MachineAddresses
-			for _, ad := range i.Addresses {
-				addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineAddressType(ad.Type), Address: ad.Address})
-			}
-			inst = append(inst, infrav1.Instance{ProviderID: i.ProviderID, InstanceID: i.InstanceID, Addresses: addrs,
+			inst = append(inst, infrav1.Instance{ProviderID: i.ProviderID, InstanceID: i.InstanceID, Addresses: instanceAddresses(i.Addresses),
 				FailureDomain: i.FailureDomain, State: infrav1.InstanceState(i.State)})
 		}
 		if len(inst) == 0 {
@@ -197,33 +192,28 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	}
 	auto := inputs.ParseAutoscaling(mp.Annotations)
 	base := mp.DeepCopy()
-	claimed := mp.Annotations[infrav1.ReplicasManagedByAnnotation] == infrav1.ReplicasManagedByCAPTF
-	changed := false
-	if auto.Enabled {
-		if _, set := mp.Annotations[infrav1.ReplicasManagedByAnnotation]; !set {
-			if mp.Annotations == nil {
-				mp.Annotations = map[string]string{}
-			}
-			mp.Annotations[infrav1.ReplicasManagedByAnnotation] = infrav1.ReplicasManagedByCAPTF
-			claimed, changed = true, true
-		}
-		if claimed && tmp.Status.Replicas != nil && (mp.Spec.Replicas == nil || *mp.Spec.Replicas != *tmp.Status.Replicas) {
-			old := "unset"
-			if mp.Spec.Replicas != nil {
-				old = strconv.Itoa(int(*mp.Spec.Replicas))
-			}
-			r := *tmp.Status.Replicas
-			mp.Spec.Replicas = &r
-			changed = true
-			a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ReplicasWrittenBackEvent,
-				fmt.Sprintf("MachinePool %s spec.replicas %s → %d", mp.Name, old, r))
-		}
-	} else if claimed {
-		delete(mp.Annotations, infrav1.ReplicasManagedByAnnotation)
-		changed = true
-	}
-	if !changed {
+	wb := planWriteBack(mp.Annotations, auto.Enabled, tmp.Status.Replicas, mp.Spec.Replicas)
+	if !wb.changed() {
 		return nil
+	}
+	switch {
+	case wb.claim:
+		if mp.Annotations == nil {
+			mp.Annotations = map[string]string{}
+		}
+		mp.Annotations[infrav1.ReplicasManagedByAnnotation] = infrav1.ReplicasManagedByCAPTF
+	case wb.release:
+		delete(mp.Annotations, infrav1.ReplicasManagedByAnnotation)
+	}
+	if wb.replicas != nil {
+		old := "unset"
+		if mp.Spec.Replicas != nil {
+			old = strconv.Itoa(int(*mp.Spec.Replicas))
+		}
+		r := *wb.replicas
+		mp.Spec.Replicas = &r
+		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ReplicasWrittenBackEvent,
+			fmt.Sprintf("MachinePool %s spec.replicas %s → %d", mp.Name, old, r))
 	}
 	if err := a.Client.Patch(ctx, mp, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("failed to write back the replicas of MachinePool %s: %w", mp.Name, err)

@@ -47,6 +47,21 @@ type Document struct {
 	// Plan summarizes the plan of a plan Job, and of an apply that was
 	// blocked or whose plan changed since it was approved.
 	Plan *Plan `json:"plan,omitempty"`
+	// Module is what the runner found matching the generated root's
+	// contract outputs against the module's own output declarations. It is
+	// absent when the runner did not check: a restore (its root calls no
+	// module), a run that stopped before its root was built, or a module
+	// whose files the runner could not parse (the runtime then reports the
+	// module's problem itself). A reader that predates it ignores it.
+	Module *Module `json:"module,omitempty"`
+}
+
+// Module is what the runner found about the module's declarations.
+type Module struct {
+	// UndeclaredOutputs are the contract outputs the module does not
+	// declare, sorted; the generated root did not re-export them. Empty
+	// (never null) when the module declares every one.
+	UndeclaredOutputs []string `json:"undeclaredOutputs"`
 }
 
 // Image describes the module image.
@@ -273,6 +288,9 @@ func copyDoc(d *Document) *Document {
 		p := *d.Plan
 		p.Resources = append([]string(nil), d.Plan.Resources...)
 		c.Plan = &p
+	}
+	if d.Module != nil {
+		c.Module = &Module{UndeclaredOutputs: append([]string{}, d.Module.UndeclaredOutputs...)}
 	}
 	return &c
 }

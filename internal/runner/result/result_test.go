@@ -262,3 +262,48 @@ func BenchmarkMarshalShrink(b *testing.B) {
 		}
 	}
 }
+
+// TestModuleSection: the list of undeclared contract outputs travels in the
+// document, is never shrunk away, and a document without it (an older
+// runner, a restore) still decodes, with the section absent.
+func TestModuleSection(t *testing.T) {
+	t.Run("undeclared outputs survive the shrink", func(t *testing.T) {
+		d := bigDoc()
+		d.Module = &Module{UndeclaredOutputs: []string{"exports", "health"}}
+		b, err := Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > MaxBytes {
+			t.Fatalf("document is %d bytes", len(b))
+		}
+		got := decode(t, b)
+		if got.Module == nil || strings.Join(got.Module.UndeclaredOutputs, ",") != "exports,health" {
+			t.Errorf("module = %+v, want the two undeclared outputs", got.Module)
+		}
+	})
+	t.Run("a module declaring every output is an empty list, never null", func(t *testing.T) {
+		b, err := Marshal(&Document{Version: Version, Op: infrav1.OperationApply, Module: &Module{UndeclaredOutputs: []string{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"module":{"undeclaredOutputs":[]}`) {
+			t.Errorf("got %s", b)
+		}
+	})
+	t.Run("no check, no section", func(t *testing.T) {
+		b, err := Marshal(&Document{Version: Version, Op: infrav1.OperationRestore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"module"`) {
+			t.Errorf("got %s", b)
+		}
+	})
+	t.Run("a version 1 document without the section decodes", func(t *testing.T) {
+		d := decode(t, []byte(`{"version":1,"op":"apply","image":{"ref":"x","providersMirror":false},"runtime":{"command":["/captf/runtime"],"version":""},"steps":[],"drift":null,"error":null}`))
+		if d.Module != nil {
+			t.Errorf("module = %+v, want nil", d.Module)
+		}
+	})
+}
