@@ -174,7 +174,12 @@ func (f *Flow) act(ctx context.Context, p *Pass) error {
 	case d.Op.IsJob():
 		return f.startJob(ctx, p)
 	}
-	f.reportWait(p)
+	switch d.Reason {
+	case decide.ReasonJobCacheStale, decide.ReasonJobRunning, decide.ReasonPaused:
+		// Nothing was read to report on: the conditions stay as they are.
+	default:
+		f.reportWait(p)
+	}
 	p.Requeue(d.RequeueAfter)
 	return nil
 }
