@@ -200,6 +200,13 @@ func (f *Flow) reportWait(p *Pass) {
 	case infrav1.RestoreBackupNotFoundReason:
 		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
 			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
+	case infrav1.OutputsMissingReason:
+		// The module lacks contract outputs; without state this pass read
+		// no outputs, so the finding of the Job that checked stands here.
+		if p.State == nil {
+			p.record(fromReading, infrav1.OutputsValidCondition, metav1ConditionFalse, infrav1.OutputsMissingReason,
+				"the module does not declare the contract outputs "+strings.Join(p.UndeclaredOutputs(), ", ")+"; no Job runs until the module changes")
+		}
 	case infrav1.DurableInputsMissingReason:
 		if p.Obj.GetDeletionTimestamp().IsZero() {
 			p.record(fromRefusal, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, r, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
