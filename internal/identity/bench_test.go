@@ -105,7 +105,7 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 	cw, err := client.NewWithWatch(testCfg, client.Options{Scheme: testScheme})
 	must(t, err)
 	c := interceptor.NewClient(cw, writeCounter(&writes))
-	cr, err := Reconcile(ctx, c, c, obj)
+	cr, err := Reconcile(ctx, c, c, obj, obj)
 	must(t, err)
 	if !cr.Ready() || cr.WaitReason() != "" {
 		t.Fatalf("first pass: %+v", cr.Conditions())
@@ -115,7 +115,7 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 	}
 	writes.Store(0)
 	for range 3 {
-		if _, err := Reconcile(ctx, c, c, obj); err != nil {
+		if _, err := Reconcile(ctx, c, c, obj, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,12 +130,12 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 func BenchmarkCredentialsStepSteadyState(b *testing.B) {
 	f := newCredsFixture(b)
 	obj := newCluster(b, f.tenant, uniqueName("c"), f.identity, nil)
-	if _, err := Reconcile(ctx, k8s, k8s, obj); err != nil {
+	if _, err := Reconcile(ctx, k8s, k8s, obj, obj); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Reconcile(ctx, k8s, k8s, obj); err != nil {
+		if _, err := Reconcile(ctx, k8s, k8s, obj, obj); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Credentials is the outcome of the credentials step for one object: its
@@ -50,29 +52,32 @@ func (c Credentials) Events(prevIdentityAllowed *metav1.Condition) []Event {
 // Reconcile runs the credentials step for obj (a TerraformCluster,
 // TerraformMachine or TerraformMachinePool), in the book's order: resolve
 // and check the identity, keep its mirror (or remove it on revocation),
-// keep the namespace's runner RBAC. The namespace's objects, and through
-// them a machine's or pool's TerraformCluster, are read with c (the
-// manager's cache); live reads the source Secret and whatever a
-// label-scoped cache does not hold. The runner RBAC is kept whatever the
-// identity's outcome, since other objects of the namespace rely on it.
-// Every condition is set even when an error is returned; errors are
-// joined.
-func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj client.Object) (Credentials, error) {
+// keep the namespace's runner RBAC. cluster is obj's TerraformCluster as
+// the flow resolved it (obj itself for a TerraformCluster; nil when a
+// machine's or pool's cluster is not known yet): a machine or pool without
+// its own identityRef or ServiceAccount takes them from it. c is the
+// manager's cache, which also gives the namespace's objects whose
+// ServiceAccounts the runner RoleBinding binds; live reads the source
+// Secret and whatever a label-scoped cache does not hold. The runner RBAC
+// is kept whatever the identity's outcome, since other objects of the
+// namespace rely on it. Every condition is set even when an error is
+// returned; errors are joined.
+func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
 	var out Credentials
-	w, err := ListWorkloads(ctx, c, obj.GetNamespace())
-	if err != nil {
-		// Without the namespace's objects neither the cluster fallback
-		// nor the RoleBinding's subjects can be computed.
-		f := AccessFacts{Namespace: obj.GetNamespace(), CheckError: err}
-		out.Access = Access{Namespace: obj.GetNamespace(), Condition: AccessCondition(f)}
-		out.Mirror, _ = SyncMirror(ctx, c, live, out.Access, obj)
-		out.RBAC.Condition = RBACCondition(RBACFacts{Error: err})
-		return out, err
-	}
-	cluster := w.ClusterFor(obj)
 	var accessErr, mirrorErr, rbacErr error
 	out.Access, accessErr = CheckAccess(ctx, c, live, obj, cluster)
 	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj)
-	out.RBAC, rbacErr = EnsureRunnerRBAC(ctx, c, live, obj.GetNamespace(), ServiceAccountFor(obj, cluster), RunnerServiceAccounts(w))
+	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, obj, cluster)
 	return out, errors.Join(accessErr, mirrorErr, rbacErr)
+}
+
+// runnerRBAC keeps the namespace's runner RBAC for obj: the RoleBinding
+// binds the ServiceAccounts of every object of the namespace, so they are
+// listed (from the cache).
+func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
+	w, err := ListWorkloads(ctx, c, obj.GetNamespace())
+	if err != nil {
+		return RBACResult{Condition: RBACCondition(RBACFacts{Error: err})}, err
+	}
+	return EnsureRunnerRBAC(ctx, c, live, obj.GetNamespace(), ServiceAccountFor(obj, cluster), RunnerServiceAccounts(w))
 }

@@ -21,7 +21,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		leaks.err(err)
 	}
 	tcName := uniqueName("c")
-	newCluster(t, f.tenant, tcName, "unused", func(c *infrav1.TerraformCluster) {
+	tc := newCluster(t, f.tenant, tcName, "unused", func(c *infrav1.TerraformCluster) {
 		c.Spec.Defaults = &infrav1.ClusterDefaults{
 			IdentityRef: &infrav1.IdentityReference{Name: f.identity},
 			Jobs:        &infrav1.JobPolicy{ServiceAccountName: "fleet"},
@@ -32,7 +32,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 	m := newMachine(t, f.tenant, uniqueName("m"), capi, nil)
 
 	t.Run("a machine inheriting its cluster's defaults waits on the override's opt-in, last in order", func(t *testing.T) {
-		cr, err := Reconcile(ctx, k8s, k8s, m)
+		cr, err := Reconcile(ctx, k8s, k8s, m, tc)
 		collect(cr, err, nil)
 		must(t, err)
 		if cr.Access.Name != f.identity || cr.Access.Source != RefClusterDefaults || !cr.Mirror.Ready() {
@@ -49,7 +49,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 
 	t.Run("opted in: every credentials condition True, no wait", func(t *testing.T) {
 		must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.tenant, Name: "fleet", Labels: map[string]string{infrav1.RunnerLabel: "true"}}}))
-		cr, err := Reconcile(ctx, k8s, k8s, m)
+		cr, err := Reconcile(ctx, k8s, k8s, m, tc)
 		collect(cr, err, nil)
 		must(t, err)
 		if !cr.Ready() || cr.WaitReason() != "" {
@@ -63,7 +63,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		prev := metav1.Condition{Type: infrav1.IdentityAllowedCondition, Status: metav1.ConditionTrue, Reason: infrav1.IdentityAllowedReason}
 		id.Spec.AllowedNamespaces = listOf("elsewhere")
 		must(t, k8s.Update(ctx, id))
-		cr, err := Reconcile(ctx, k8s, k8s, m)
+		cr, err := Reconcile(ctx, k8s, k8s, m, tc)
 		collect(cr, err, &prev)
 		must(t, err)
 		if cr.WaitReason() != infrav1.NamespaceNotAllowedReason || !cr.RBAC.Ready() {

@@ -39,7 +39,7 @@ func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note st
 // RunnerRBACReady (internal/identity owns the rules).
 func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 	prev := p.Before(infrav1.IdentityAllowedCondition)
-	creds, err := identity.Reconcile(ctx, f.Client, f.APIReader, p.Obj)
+	creds, err := identity.Reconcile(ctx, f.Client, f.APIReader, p.Obj, p.TerraformCluster)
 	for _, c := range creds.Conditions() {
 		p.record(fromReading, c.Type, c.Status, c.Reason, c.Message)
 	}

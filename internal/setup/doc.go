@@ -12,7 +12,10 @@
 // ServiceAccounts, RoleBindings and Namespaces are never cached: the
 // manager's client reads them live. A second cache (Wiring.Variables) holds
 // Secrets and ConfigMaps labeled captf.io/variables=true with their data
-// stripped, for watches only. With --namespace every namespaced cache is
+// stripped, for watches only: internal/watches wakes the objects whose
+// spec.variablesFrom names one of them, and the ones using a changed
+// TerraformClusterIdentity, through the field indexes New registers on the
+// manager's cache. With --namespace every namespaced cache is
 // restricted to that namespace; TerraformClusterIdentity is cluster-scoped
 // and always watched cluster-wide.
 //

@@ -29,6 +29,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformclusteridentity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinetemplate"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // New builds the manager from cfg and o: caches, servers, leader election,
@@ -103,6 +104,11 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	}
 	variables, err := newVariablesCache(cfg, mgr, o)
 	if err != nil {
+		return nil, Wiring{}, err
+	}
+	// The indexes through which variablesFrom sources and identities wake
+	// the objects that use them.
+	if err := watches.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, Wiring{}, err
 	}
 	metrics.SetBuildInfo(BuildVersion(), BuildCommit(), contract.Version)

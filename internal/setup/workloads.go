@@ -9,6 +9,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachine"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinepool"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // WorkloadControllers are the workload controllers New sets up, after the
@@ -16,13 +17,13 @@ import (
 // maps Wiring onto its kind's Setup, with the kind's concurrency flag.
 var WorkloadControllers = []WorkloadController{
 	func(ctx context.Context, mgr ctrl.Manager, w Wiring) error {
-		return terraformcluster.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformClusterConcurrency))
+		return terraformcluster.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformClusterConcurrency), sources(w))
 	},
 	func(ctx context.Context, mgr ctrl.Manager, w Wiring) error {
-		return terraformmachine.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformMachineConcurrency))
+		return terraformmachine.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformMachineConcurrency), sources(w))
 	},
 	func(ctx context.Context, mgr ctrl.Manager, w Wiring) error {
-		return terraformmachinepool.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformMachinePoolConcurrency))
+		return terraformmachinepool.Setup(ctx, mgr, flow(mgr, w), controllerOptions(w, w.Options.TerraformMachinePoolConcurrency), sources(w))
 	},
 }
 
@@ -41,6 +42,12 @@ func flow(mgr ctrl.Manager, w Wiring) lifecycle.Flow {
 			RunnerEvents:         w.Options.RunnerEvents,
 		},
 	}
+}
+
+// sources are what wakes a workload object besides the manager's cache:
+// the variables cache, within --watch-filter.
+func sources(w Wiring) watches.Sources {
+	return watches.Sources{Variables: w.Variables, WatchFilter: w.Options.WatchFilter}
 }
 
 func controllerOptions(w Wiring, concurrency int) lifecycle.ControllerOptions {

@@ -11,22 +11,32 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // Setup registers the TerraformMachine controller: the shared flow, woken
-// by the object, its Jobs and state, its Machine, its Cluster and the
-// cluster's TerraformCluster.
-func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions) error {
+// by the object, its Jobs and state, and by Watches.
+func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
 	f.Adapter = &Adapter{Client: mgr.GetClient(), Flow: f}
+	opts.Extra = Watches(mgr, src)
+	return f.Setup(ctx, mgr, opts)
+}
+
+// Watches are the TerraformMachine's own watches: its Machine, its
+// Cluster, the cluster's TerraformCluster, its variablesFrom sources until
+// it is provisioned, and the TerraformClusterIdentity it resolves to.
+func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *builder.Builder {
 	gvk := infrav1.GroupVersion.WithKind("TerraformMachine")
-	opts.Extra = func(b *builder.Builder) *builder.Builder {
-		return b.
+	c := mgr.GetClient()
+	return func(b *builder.Builder) *builder.Builder {
+		b = b.
 			Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))).
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachineList{}))).
+				lifecycle.ByClusterName(c, &infrav1.TerraformMachineList{}))).
 			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachineList{})))
+				lifecycle.ByClusterName(c, &infrav1.TerraformMachineList{})))
+		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachineList{}, src)
+		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachineList{}, src)
 	}
-	return f.Setup(ctx, mgr, opts)
 }

@@ -12,23 +12,33 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // Setup registers the TerraformMachinePool controller: the shared flow,
-// woken by the object, its Jobs and state, its MachinePool, its Cluster and
-// the cluster's TerraformCluster.
-func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions) error {
+// woken by the object, its Jobs and state, and by Watches.
+func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
 	f.Adapter = &Adapter{Client: mgr.GetClient(), Flow: f}
-	opts.Extra = func(b *builder.Builder) *builder.Builder {
-		return b.
+	opts.Extra = Watches(mgr, src)
+	return f.Setup(ctx, mgr, opts)
+}
+
+// Watches are the TerraformMachinePool's own watches: its MachinePool, its
+// Cluster, the cluster's TerraformCluster, its variablesFrom sources and
+// the TerraformClusterIdentity it resolves to.
+func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *builder.Builder {
+	c := mgr.GetClient()
+	return func(b *builder.Builder) *builder.Builder {
+		b = b.
 			Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInfrastructure)).
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachinePoolList{}))).
+				lifecycle.ByClusterName(c, &infrav1.TerraformMachinePoolList{}))).
 			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(mgr.GetClient(), &infrav1.TerraformMachinePoolList{})))
+				lifecycle.ByClusterName(c, &infrav1.TerraformMachinePoolList{})))
+		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachinePoolList{}, src)
+		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachinePoolList{}, src)
 	}
-	return f.Setup(ctx, mgr, opts)
 }
 
 func machinePoolToInfrastructure(_ context.Context, o client.Object) []reconcile.Request {
