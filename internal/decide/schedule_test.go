@@ -81,8 +81,9 @@ func TestEffectiveDriftAction(t *testing.T) {
 
 func TestJitter(t *testing.T) {
 	t.Run("jitter/deterministic_from_the_UID", func(t *testing.T) {
-		if Jitter(testUID, time.Hour) != Jitter(testUID, time.Hour) {
-			t.Fatal("jitter differs for the same UID")
+		first, second := Jitter(testUID, time.Hour), Jitter(testUID, time.Hour)
+		if first != second {
+			t.Fatalf("jitter differs for the same UID: %v, then %v", first, second)
 		}
 	})
 	t.Run("jitter/up_to_a_tenth_of_the_interval", func(t *testing.T) {

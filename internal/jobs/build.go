@@ -532,10 +532,10 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 		return nil, errors.New("a per-run Secret needs its run and its created Job")
 	}
 	if job.UID == "" {
-		return nil, fmt.Errorf("Job %s/%s has no UID yet: create it before its per-run Secret", job.Namespace, job.Name)
+		return nil, fmt.Errorf("the Job %s/%s has no UID yet: create it before its per-run Secret", job.Namespace, job.Name)
 	}
 	if job.Name != r.JobName || job.Namespace != r.Owner.Namespace {
-		return nil, fmt.Errorf("Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
+		return nil, fmt.Errorf("the Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
 	}
 	if err := r.validate(); err != nil {
 		return nil, fmt.Errorf("cannot build the per-run Secret of Job %s/%s: %w", job.Namespace, job.Name, err)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,11 +42,7 @@ func docsReport(t *testing.T, problems []string, err error) {
 // api/v1alpha1 and compares it with the committed page.
 func TestDocsAPIReferenceIsCurrent(t *testing.T) {
 	r := docsRoot(t)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "run", "./hack/docsgen", "-out", "-")
+	cmd := exec.Command("go", "run", "./hack/docsgen", "-out", "-")
 	cmd.Dir = r
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 )
 
@@ -69,12 +68,8 @@ type flowListed struct {
 // content of source files, by absolute path, so a test can change the code
 // it analyses.
 func flowLoad(root string, overlay map[string]string, patterns ...string) (*flowProgram, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	args := append([]string{"list", "-e", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export,Standard,Error"}, patterns...)
-	cmd := exec.Command(goBin, args...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
