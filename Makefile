@@ -1,7 +1,7 @@
 # CAPTF — Cluster API Provider Terraform.
 #
 # Third-party binaries (kube-apiserver, etcd, OpenTofu, Cluster API,
-# controller-gen, kustomize) are built from their Go modules at pinned
+# controller-gen, kustomize, staticcheck) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
 # machine pays for them.
@@ -13,6 +13,7 @@ TOOLS := hack/tools/install.sh
 GENERATORS = $(shell $(TOOLS) generators)
 CONTROLLER_GEN = $(GENERATORS)/controller-gen
 KUSTOMIZE = $(GENERATORS)/kustomize
+STATICCHECK = $(shell $(TOOLS) staticcheck)/staticcheck
 GO_TEST_FLAGS ?= -race -count=1 -timeout 45m
 
 ##@ General
@@ -54,10 +55,15 @@ fmt: ## Format the Go code.
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: ## Run staticcheck (default checks, unused code included; staticcheck.conf).
+	$(STATICCHECK) ./...
+
 .PHONY: verify
-verify: ## Fail when a generated file is stale, the code is unformatted or vet complains.
+verify: ## Fail when a generated file is stale, the code is unformatted, or vet or staticcheck complains.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	go vet ./...
+	$(STATICCHECK) ./...
 	go test -count=1 ./test/verify/...
 
 ##@ Test

@@ -327,7 +327,7 @@ func apply(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
 			if first(u) != pass {
 				continue
 			}
-			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("captf-config-test"), client.ForceOwnership); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("captf-config-test"), client.ForceOwnership); err != nil {
 				t.Fatalf("apply %s: %v", key(u), err)
 			}
 		}

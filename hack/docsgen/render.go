@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -230,7 +232,7 @@ func render(pkg *apiPackage) ([]byte, error) {
 		if t.Doc != "" {
 			fmt.Fprintf(&b, "%s\n\n", prose(t.Doc))
 		}
-		if users := sortedKeys(usedBy[n]); len(users) > 0 {
+		if users := slices.Sorted(maps.Keys(usedBy[n])); len(users) > 0 {
 			links := make([]string, len(users))
 			for i, u := range users {
 				links[i] = link(u)
@@ -280,7 +282,7 @@ func writeScalar(b *bytes.Buffer, t *typeInfo) error {
 		byValue[c.Value] = c
 	}
 	for _, c := range t.Values {
-		if !contains(enum, c.Value) {
+		if !slices.Contains(enum, c.Value) {
 			return fmt.Errorf("type %s: constant %s = %q is not one of its Enum values %v", t.Name, c.Name, c.Value, enum)
 		}
 	}
@@ -692,22 +694,4 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(vs []string, v string) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

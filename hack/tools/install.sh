@@ -7,7 +7,7 @@
 # A tool already in the cache is reused, so only the first run on a machine
 # pays for the build. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators kubernetes etcd opentofu clusterapi all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes etcd opentofu clusterapi all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -99,11 +99,17 @@ generators() {
 		sigs.k8s.io/kustomize/kustomize/v5=kustomize
 }
 
+staticcheck() {
+	local v
+	v=$(version staticcheck honnef.co/go/tools)
+	build staticcheck staticcheck "$v" "" honnef.co/go/tools/cmd/staticcheck=staticcheck
+}
+
 [[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | etcd | opentofu | clusterapi | generators) "$tool" ;;
-	all) generators; etcd; kubernetes; opentofu; clusterapi ;;
+	kubernetes | etcd | opentofu | clusterapi | generators | staticcheck) "$tool" ;;
+	all) generators; staticcheck; etcd; kubernetes; opentofu; clusterapi ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 // j is the test object's jitter for an interval.
@@ -574,7 +576,7 @@ func TestDecideSchedule(t *testing.T) {
 			},
 			op: OpRefresh, reason: ReasonHealthPending},
 		{name: "schedule/3_pending_health_refreshes_even_with_drift_disabled", kind: KindMachine,
-			mut: func(o *Observation) { o.Health = HealthPending; o.Drift.IntervalSeconds = ptr32(0) },
+			mut: func(o *Observation) { o.Health = HealthPending; o.Drift.IntervalSeconds = ptr.To[int32](0) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
 		{name: "schedule/4_pool_membership_refresh_interval_elapsed", kind: KindMachinePool,
 			mut: func(o *Observation) { o.LastRefresh = ago(70 * time.Second) },
@@ -600,7 +602,7 @@ func TestDecideSchedule(t *testing.T) {
 		{name: "schedule/5_health_check_interval_is_independent_of_drift_interval_0", kind: KindMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{AnnotateMachine: true, HealthCheckIntervalSeconds: 60}
-				o.Drift.IntervalSeconds = ptr32(0)
+				o.Drift.IntervalSeconds = ptr.To[int32](0)
 				o.LastRefresh, o.LastDriftCheck = ago(2*time.Minute), time.Time{}
 			},
 			op: OpRefresh, reason: ReasonHealthCheckDue},
@@ -647,35 +649,47 @@ func TestDecideSchedule(t *testing.T) {
 			},
 			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_interval_0_disables_drift_for_a_cluster",
-			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
+			mut: func(o *Observation) {
+				o.Drift.IntervalSeconds = ptr.To[int32](0)
+				o.LastDriftCheck = ago(3 * time.Hour)
+			},
+			op: OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_a_cluster_ignores_its_own_spec_defaults",
 			mut: func(o *Observation) {
-				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_interval_0_disables_drift_for_a_machine", kind: KindMachine,
-			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
+			mut: func(o *Observation) {
+				o.Drift.IntervalSeconds = ptr.To[int32](0)
+				o.LastDriftCheck = ago(3 * time.Hour)
+			},
+			op: OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_inherited_defaults_interval_0_disables_a_machine's_drift", kind: KindMachine,
 			mut: func(o *Observation) {
-				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/6_a_machine's_own_interval_wins_over_the_inherited_default", kind: KindMachine,
-			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(600); o.Drift.DefaultsIntervalSeconds = ptr32(0) },
-			op:  OpNone, reason: ReasonScheduled, requeue: 5*time.Minute + j(10*time.Minute)},
+			mut: func(o *Observation) {
+				o.Drift.IntervalSeconds = ptr.To[int32](600)
+				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
+			},
+			op: OpNone, reason: ReasonScheduled, requeue: 5*time.Minute + j(10*time.Minute)},
 		{name: "schedule/6_a_machine_inherits_the_cluster_defaults_interval", kind: KindMachine,
-			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr32(900) },
+			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr.To[int32](900) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 10*time.Minute + j(15*time.Minute)},
 		{name: "schedule/6_interval_0_never_disables_a_pool's_drift", kind: KindMachinePool,
-			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0); o.LastDriftCheck = ago(3 * time.Hour) },
-			op:  OpDrift, reason: ReasonDriftDue},
+			mut: func(o *Observation) {
+				o.Drift.IntervalSeconds = ptr.To[int32](0)
+				o.LastDriftCheck = ago(3 * time.Hour)
+			},
+			op: OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/6_inherited_defaults_interval_0_leaves_a_pool_on_the_manager_default", kind: KindMachinePool,
 			mut: func(o *Observation) {
-				o.Drift.DefaultsIntervalSeconds = ptr32(0)
+				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(31 * time.Minute)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
@@ -685,7 +699,7 @@ func TestDecideSchedule(t *testing.T) {
 		{name: "schedule/7_otherwise_requeue_at_the_soonest_due",
 			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
 		{name: "schedule/7_nothing_scheduled_waits_for_a_watch_event",
-			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr32(0) },
+			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr.To[int32](0) },
 			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
 		{name: "schedule/the_first_one_due_in_order_wins", kind: KindMachine,
 			mut: func(o *Observation) {
@@ -729,7 +743,7 @@ func TestDecideSchedule(t *testing.T) {
 				mut: func(o *Observation) {
 					o.Health = HealthPending
 					o.PendingRefreshes = k
-					o.Drift.IntervalSeconds = ptr32(0)
+					o.Drift.IntervalSeconds = ptr.To[int32](0)
 				},
 				op: OpNone, reason: ReasonScheduled, requeue: delay - 10*time.Second + j(delay),
 			})
@@ -1081,7 +1095,7 @@ func TestDecideApproval(t *testing.T) {
 			mut: blockedRemediation,
 			op:  OpNone, reason: ReasonDestructivePlanBlocked, requeue: 10 * time.Minute},
 		{name: "approval/a_blocked_drift_remediation_with_nothing_scheduled_rechecks_in_10m",
-			mut: func(o *Observation) { blockedRemediation(o); o.Drift.IntervalSeconds = ptr32(0) },
+			mut: func(o *Observation) { blockedRemediation(o); o.Drift.IntervalSeconds = ptr.To[int32](0) },
 			op:  OpNone, reason: ReasonDestructivePlanBlocked, requeue: 10 * time.Minute},
 		{name: "approval/a_blocked_drift_remediation_counts_toward_no_remediation_cap",
 			mut: func(o *Observation) { blockedRemediation(o); o.ApproveDestructivePlan = hashA; o.History.Failed = 1 },

@@ -16,8 +16,6 @@ const (
 
 func ago(d time.Duration) time.Time { return t0.Add(-d) }
 
-func ptr32(v int32) *int32 { return &v }
-
 // steady is a provisioned object of kind with nothing due right now: its
 // state carries the current inputs hash, its last apply succeeded two hours
 // ago, it was refreshed ten seconds ago and drift-checked five minutes ago

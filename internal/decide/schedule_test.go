@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
@@ -17,35 +19,35 @@ func TestEffectiveDriftInterval(t *testing.T) {
 		manager  time.Duration
 		want     DriftInterval
 	}{
-		{"drift_interval/cluster_own_interval", KindCluster, ptr32(900), nil, mgr,
+		{"drift_interval/cluster_own_interval", KindCluster, ptr.To[int32](900), nil, mgr,
 			DriftInterval{true, 15 * time.Minute, SourceObject}},
-		{"drift_interval/cluster_interval_0_disables_drift", KindCluster, ptr32(0), nil, mgr,
+		{"drift_interval/cluster_interval_0_disables_drift", KindCluster, ptr.To[int32](0), nil, mgr,
 			DriftInterval{false, 0, SourceObject}},
 		{"drift_interval/cluster_unset_uses_the_manager_default", KindCluster, nil, nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/cluster_never_inherits_its_own_spec_defaults", KindCluster, nil, ptr32(60), mgr,
+		{"drift_interval/cluster_never_inherits_its_own_spec_defaults", KindCluster, nil, ptr.To[int32](60), mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
 		{"drift_interval/manager_default_unset_is_30m", KindCluster, nil, nil, 0,
 			DriftInterval{true, 30 * time.Minute, SourceManagerDefault}},
-		{"drift_interval/machine_own_interval_wins_over_the_inherited_default", KindMachine, ptr32(120), ptr32(1800), mgr,
+		{"drift_interval/machine_own_interval_wins_over_the_inherited_default", KindMachine, ptr.To[int32](120), ptr.To[int32](1800), mgr,
 			DriftInterval{true, 2 * time.Minute, SourceObject}},
-		{"drift_interval/machine_inherits_spec_defaults_drift", KindMachine, nil, ptr32(1800), mgr,
+		{"drift_interval/machine_inherits_spec_defaults_drift", KindMachine, nil, ptr.To[int32](1800), mgr,
 			DriftInterval{true, 30 * time.Minute, SourceClusterDefaults}},
-		{"drift_interval/machine_interval_0_disables_drift", KindMachine, ptr32(0), ptr32(1800), mgr,
+		{"drift_interval/machine_interval_0_disables_drift", KindMachine, ptr.To[int32](0), ptr.To[int32](1800), mgr,
 			DriftInterval{false, 0, SourceObject}},
-		{"drift_interval/machine_inherited_interval_0_disables_drift", KindMachine, nil, ptr32(0), mgr,
+		{"drift_interval/machine_inherited_interval_0_disables_drift", KindMachine, nil, ptr.To[int32](0), mgr,
 			DriftInterval{false, 0, SourceClusterDefaults}},
 		{"drift_interval/machine_else_the_manager_default", KindMachine, nil, nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/pool_own_interval", KindMachinePool, ptr32(300), nil, mgr,
+		{"drift_interval/pool_own_interval", KindMachinePool, ptr.To[int32](300), nil, mgr,
 			DriftInterval{true, 5 * time.Minute, SourceObject}},
-		{"drift_interval/pool_inherits_spec_defaults_drift", KindMachinePool, nil, ptr32(600), mgr,
+		{"drift_interval/pool_inherits_spec_defaults_drift", KindMachinePool, nil, ptr.To[int32](600), mgr,
 			DriftInterval{true, 10 * time.Minute, SourceClusterDefaults}},
-		{"drift_interval/pool_interval_0_is_never_disabled_and_falls_back_to_the_manager_default", KindMachinePool, ptr32(0), nil, mgr,
+		{"drift_interval/pool_interval_0_is_never_disabled_and_falls_back_to_the_manager_default", KindMachinePool, ptr.To[int32](0), nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/pool_inherited_interval_0_leaves_the_pool_on_the_manager_default", KindMachinePool, nil, ptr32(0), mgr,
+		{"drift_interval/pool_inherited_interval_0_leaves_the_pool_on_the_manager_default", KindMachinePool, nil, ptr.To[int32](0), mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/negative_is_treated_as_0", KindMachine, ptr32(-5), nil, mgr,
+		{"drift_interval/negative_is_treated_as_0", KindMachine, ptr.To[int32](-5), nil, mgr,
 			DriftInterval{false, 0, SourceObject}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,8 +81,9 @@ func TestEffectiveDriftAction(t *testing.T) {
 
 func TestJitter(t *testing.T) {
 	t.Run("jitter/deterministic_from_the_UID", func(t *testing.T) {
-		if Jitter(testUID, time.Hour) != Jitter(testUID, time.Hour) {
-			t.Fatal("jitter differs for the same UID")
+		first, second := Jitter(testUID, time.Hour), Jitter(testUID, time.Hour)
+		if first != second {
+			t.Fatalf("jitter differs for the same UID: %v, then %v", first, second)
 		}
 	})
 	t.Run("jitter/up_to_a_tenth_of_the_interval", func(t *testing.T) {

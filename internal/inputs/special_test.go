@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
@@ -206,7 +208,6 @@ func TestParseAutoscaling(t *testing.T) {
 }
 
 func TestPoolReplicas(t *testing.T) {
-	i := func(v int32) *int32 { return &v }
 	on := Autoscaling{Enabled: true, Min: 2, Max: 5}
 	for _, tc := range []struct {
 		name         string
@@ -214,13 +215,13 @@ func TestPoolReplicas(t *testing.T) {
 		spec, status *int32
 		want         int32
 	}{
-		{"fixed_uses_machinepool_spec_replicas", Autoscaling{}, i(4), i(9), 4},
-		{"fixed_explicit_zero_stays_zero", Autoscaling{}, i(0), nil, 0},
+		{"fixed_uses_machinepool_spec_replicas", Autoscaling{}, ptr.To[int32](4), ptr.To[int32](9), 4},
+		{"fixed_explicit_zero_stays_zero", Autoscaling{}, ptr.To[int32](0), nil, 0},
 		{"fixed_unset_defaults_to_one", Autoscaling{}, nil, nil, 1},
-		{"autoscaling_uses_the_observed_status_replicas", on, i(2), i(4), 4},
-		{"autoscaling_falls_back_to_spec_before_the_first_observation", on, i(3), nil, 3},
-		{"autoscaling_clamps_up_to_min", on, nil, i(0), 2},
-		{"autoscaling_clamps_down_to_max", on, nil, i(50), 5},
+		{"autoscaling_uses_the_observed_status_replicas", on, ptr.To[int32](2), ptr.To[int32](4), 4},
+		{"autoscaling_falls_back_to_spec_before_the_first_observation", on, ptr.To[int32](3), nil, 3},
+		{"autoscaling_clamps_up_to_min", on, nil, ptr.To[int32](0), 2},
+		{"autoscaling_clamps_down_to_max", on, nil, ptr.To[int32](50), 5},
 		{"autoscaling_unset_spec_starts_at_min", on, nil, nil, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

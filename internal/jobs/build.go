@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -456,13 +457,13 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 				Kind:               r.Owner.Kind,
 				Name:               r.Owner.Name,
 				UID:                r.Owner.UID,
-				Controller:         ptr(true),
-				BlockOwnerDeletion: ptr(true),
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr(int32(0)),
-			ActiveDeadlineSeconds: ptr(p.ActiveDeadlineSeconds),
+			BackoffLimit:          ptr.To(int32(0)),
+			ActiveDeadlineSeconds: ptr.To(p.ActiveDeadlineSeconds),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,
@@ -470,7 +471,7 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 				},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: ptr(TerminationGracePeriodSeconds),
+					TerminationGracePeriodSeconds: ptr.To(TerminationGracePeriodSeconds),
 					ServiceAccountName:            p.ServiceAccountName,
 					ImagePullSecrets:              append([]corev1.LocalObjectReference(nil), p.ImagePullSecrets...),
 					SecurityContext:               &podSC,
@@ -508,7 +509,7 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 						{Name: WorkVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{Secret: &configVolume}},
-						{Name: CredsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: credsName, DefaultMode: ptr(SecretFileMode)}}},
+						{Name: CredsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: credsName, DefaultMode: ptr.To(SecretFileMode)}}},
 					},
 				},
 			},
@@ -531,10 +532,10 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 		return nil, errors.New("a per-run Secret needs its run and its created Job")
 	}
 	if job.UID == "" {
-		return nil, fmt.Errorf("Job %s/%s has no UID yet: create it before its per-run Secret", job.Namespace, job.Name)
+		return nil, fmt.Errorf("the Job %s/%s has no UID yet: create it before its per-run Secret", job.Namespace, job.Name)
 	}
 	if job.Name != r.JobName || job.Namespace != r.Owner.Namespace {
-		return nil, fmt.Errorf("Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
+		return nil, fmt.Errorf("the Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
 	}
 	if err := r.validate(); err != nil {
 		return nil, fmt.Errorf("cannot build the per-run Secret of Job %s/%s: %w", job.Namespace, job.Name, err)
@@ -559,11 +560,11 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 				Kind:               "Job",
 				Name:               job.Name,
 				UID:                job.UID,
-				Controller:         ptr(true),
-				BlockOwnerDeletion: ptr(true),
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
-		Immutable: ptr(true),
+		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
 		Data:      data,
 	}, nil

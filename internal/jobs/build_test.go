@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -191,17 +193,8 @@ func TestRestoreMountsChunksUnderRestoreDir(t *testing.T) {
 		}
 	}
 	if _, ok := sec.Data[MainFile]; ok || len(sec.Data) != 3 {
-		t.Errorf("a restore's per-run Secret holds only the chunks, got keys %v", keys(sec.Data))
+		t.Errorf("a restore's per-run Secret holds only the chunks, got keys %v", slices.Sorted(maps.Keys(sec.Data)))
 	}
-}
-
-func keys(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestRunSecret(t *testing.T) {
@@ -233,7 +226,7 @@ func TestRunSecret(t *testing.T) {
 			t.Error("per-run Secret is not immutable")
 		}
 		if string(sec.Data[MainFile]) != string(testMainTF) || string(sec.Data[TFVarsFile]) != string(testTFVars) {
-			t.Errorf("data keys %v do not hold the rendered files", keys(sec.Data))
+			t.Errorf("data keys %v do not hold the rendered files", slices.Sorted(maps.Keys(sec.Data)))
 		}
 		if sec.Labels[infrav1.ManagedLabel] != "true" || sec.Labels[infrav1.OwnerKindLabel] != KindCluster {
 			t.Errorf("labels = %v", sec.Labels)
@@ -403,7 +396,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{"an owner without a UID", func(r *Run) { r.Owner.UID = "" }, "has no UID"},
 		{"no policy", func(r *Run) { r.Policy = nil }, "no Job policy"},
 		{"an invalid policy is JobPolicyInvalid", func(r *Run) {
-			p := Effective(&infrav1.JobPolicy{LockTimeoutSeconds: ptr(int32(600)), ActiveDeadlineSeconds: ptr(int64(600))}, nil)
+			p := Effective(&infrav1.JobPolicy{LockTimeoutSeconds: ptr.To(int32(600)), ActiveDeadlineSeconds: ptr.To(int64(600))}, nil)
 			r.Policy = &p
 		}, "lockTimeoutSeconds 600 is not below activeDeadlineSeconds 600"},
 		{"an unknown operation", func(r *Run) { r.Op = "import" }, `operation "import"`},
@@ -440,7 +433,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	}
 	t.Run("a policy error matches ErrPolicyInvalid", func(t *testing.T) {
 		r := testRun()
-		p := Effective(&infrav1.JobPolicy{LockTimeoutSeconds: ptr(int32(3600))}, nil)
+		p := Effective(&infrav1.JobPolicy{LockTimeoutSeconds: ptr.To(int32(3600))}, nil)
 		r.Policy = &p
 		_, _, err := Build(r)
 		var pe *PolicyError
@@ -468,7 +461,7 @@ func TestBuildDoesNotShareThePolicy(t *testing.T) {
 	c.Env[len(c.Env)-1].Value = "changed"
 	c.SecurityContext.Capabilities.Drop[0] = "NET_RAW"
 	job.Spec.Template.Spec.ImagePullSecrets[0].Name = "changed"
-	job.Spec.Template.Spec.SecurityContext.FSGroup = ptr(int64(1))
+	job.Spec.Template.Spec.SecurityContext.FSGroup = ptr.To(int64(1))
 	if p.Env[0].Value != "1" || p.SecurityContext.Capabilities.Drop[0] != "ALL" || p.ImagePullSecrets[0].Name != "pull" || *p.PodSecurityContext.FSGroup != RunnerUID {
 		t.Error("editing the Job changed the policy it was built from")
 	}

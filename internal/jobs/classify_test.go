@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
@@ -25,7 +26,7 @@ func jobWith(op infrav1.Operation, conds ...batchv1.JobCondition) *batchv1.Job {
 			Labels:      map[string]string{infrav1.OpLabel: string(op), infrav1.AttemptLabel: "2"},
 			Annotations: map[string]string{infrav1.InputsHashAnnotation: testInputsHash},
 		},
-		Spec:   batchv1.JobSpec{ActiveDeadlineSeconds: i64(3600)},
+		Spec:   batchv1.JobSpec{ActiveDeadlineSeconds: ptr.To[int64](3600)},
 		Status: batchv1.JobStatus{Conditions: conds, StartTime: &metav1.Time{Time: t0}},
 	}
 }

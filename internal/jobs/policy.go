@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -74,9 +75,9 @@ func RunnerResources() corev1.ResourceRequirements {
 // left to the user (an image built from hashicorp/terraform runs as root).
 func DefaultSecurityContext() corev1.SecurityContext {
 	return corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr(false),
+		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		ReadOnlyRootFilesystem:   ptr(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
 	}
 }
 
@@ -84,11 +85,11 @@ func DefaultSecurityContext() corev1.SecurityContext {
 // non-root as the runner's UID and fully locked down.
 func RunnerSecurityContext() corev1.SecurityContext {
 	return corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr(false),
+		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		ReadOnlyRootFilesystem:   ptr(true),
-		RunAsNonRoot:             ptr(true),
-		RunAsUser:                ptr(RunnerUID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(RunnerUID),
 	}
 }
 
@@ -163,9 +164,9 @@ func Merge(own, defaults *infrav1.JobPolicy) *infrav1.JobPolicy {
 	}
 	switch {
 	case own.ActiveDeadlineSeconds != nil && *own.ActiveDeadlineSeconds != 0:
-		out.ActiveDeadlineSeconds = ptr(*own.ActiveDeadlineSeconds)
+		out.ActiveDeadlineSeconds = ptr.To(*own.ActiveDeadlineSeconds)
 	case defaults.ActiveDeadlineSeconds != nil:
-		out.ActiveDeadlineSeconds = ptr(*defaults.ActiveDeadlineSeconds)
+		out.ActiveDeadlineSeconds = ptr.To(*defaults.ActiveDeadlineSeconds)
 	}
 	if out.ServiceAccountName == "" {
 		out.ServiceAccountName = defaults.ServiceAccountName
@@ -256,7 +257,7 @@ func Resolve(p *infrav1.JobPolicy) Policy {
 		out.PodSecurityContext.SeccompProfile = &sp
 	}
 	if out.PodSecurityContext.FSGroup == nil {
-		out.PodSecurityContext.FSGroup = ptr(RunnerUID)
+		out.PodSecurityContext.FSGroup = ptr.To(RunnerUID)
 	}
 	return out
 }
@@ -420,11 +421,9 @@ func unionPullSecrets(a, b []corev1.LocalObjectReference) []corev1.LocalObjectRe
 func firstInt32(a, b *int32) *int32 {
 	switch {
 	case a != nil:
-		return ptr(*a)
+		return ptr.To(*a)
 	case b != nil:
-		return ptr(*b)
+		return ptr.To(*b)
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }

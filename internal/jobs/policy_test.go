@@ -9,12 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
-
-func i32(v int32) *int32 { return &v }
-func i64(v int64) *int64 { return &v }
 
 func TestResolveDefaults(t *testing.T) {
 	p := Effective(nil, nil)
@@ -44,12 +42,12 @@ func TestResolveDefaults(t *testing.T) {
 		}
 	}
 	t.Run("activeDeadlineSeconds 0 counts as unset", func(t *testing.T) {
-		if got := Effective(&infrav1.JobPolicy{ActiveDeadlineSeconds: i64(0)}, nil).ActiveDeadlineSeconds; got != 3600 {
+		if got := Effective(&infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](0)}, nil).ActiveDeadlineSeconds; got != 3600 {
 			t.Errorf("deadline = %d", got)
 		}
 	})
 	t.Run("history limits of 0 are kept", func(t *testing.T) {
-		p := Effective(&infrav1.JobPolicy{SuccessfulJobsHistoryLimit: i32(0), FailedJobsHistoryLimit: i32(0)}, nil)
+		p := Effective(&infrav1.JobPolicy{SuccessfulJobsHistoryLimit: ptr.To[int32](0), FailedJobsHistoryLimit: ptr.To[int32](0)}, nil)
 		if p.SuccessfulJobsHistoryLimit != 0 || p.FailedJobsHistoryLimit != 0 {
 			t.Errorf("limits = %d/%d", p.SuccessfulJobsHistoryLimit, p.FailedJobsHistoryLimit)
 		}
@@ -70,8 +68,8 @@ func TestMerge(t *testing.T) {
 	}{
 		{
 			name: "a field the machine or pool sets wins",
-			own:  &infrav1.JobPolicy{ActiveDeadlineSeconds: i64(7200), ServiceAccountName: "own-sa"},
-			defs: &infrav1.JobPolicy{ActiveDeadlineSeconds: i64(1800), ServiceAccountName: "default-sa", LockTimeoutSeconds: i32(60)},
+			own:  &infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](7200), ServiceAccountName: "own-sa"},
+			defs: &infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](1800), ServiceAccountName: "default-sa", LockTimeoutSeconds: ptr.To[int32](60)},
 			check: func(t *testing.T, p Policy) {
 				if p.ActiveDeadlineSeconds != 7200 || p.ServiceAccountName != "own-sa" {
 					t.Errorf("deadline %d, sa %s", p.ActiveDeadlineSeconds, p.ServiceAccountName)
@@ -84,7 +82,7 @@ func TestMerge(t *testing.T) {
 		{
 			name: "an unset field falls back to the cluster's default, then the built-in default",
 			own:  &infrav1.JobPolicy{},
-			defs: &infrav1.JobPolicy{FailedJobsHistoryLimit: i32(1)},
+			defs: &infrav1.JobPolicy{FailedJobsHistoryLimit: ptr.To[int32](1)},
 			check: func(t *testing.T, p Policy) {
 				if p.FailedJobsHistoryLimit != 1 || p.SuccessfulJobsHistoryLimit != 3 || p.ActiveDeadlineSeconds != 3600 {
 					t.Errorf("failed %d, successful %d, deadline %d", p.FailedJobsHistoryLimit, p.SuccessfulJobsHistoryLimit, p.ActiveDeadlineSeconds)
@@ -145,8 +143,8 @@ func TestMerge(t *testing.T) {
 		},
 		{
 			name: "securityContext set on the machine drops the cluster default's keys entirely",
-			own:  &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{RunAsUser: i64(1000)}},
-			defs: &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr(true), RunAsGroup: i64(5)}},
+			own:  &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}},
+			defs: &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsGroup: ptr.To[int64](5)}},
 			check: func(t *testing.T, p Policy) {
 				sc := p.SecurityContext
 				if sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.RunAsNonRoot != nil || sc.RunAsGroup != nil {
@@ -159,8 +157,8 @@ func TestMerge(t *testing.T) {
 		},
 		{
 			name: "podSecurityContext set on the machine drops the cluster default's keys entirely",
-			own:  &infrav1.JobPolicy{PodSecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)}},
-			defs: &infrav1.JobPolicy{PodSecurityContext: &corev1.PodSecurityContext{FSGroup: i64(1234), RunAsUser: i64(7)}},
+			own:  &infrav1.JobPolicy{PodSecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}},
+			defs: &infrav1.JobPolicy{PodSecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1234), RunAsUser: ptr.To[int64](7)}},
 			check: func(t *testing.T, p Policy) {
 				psc := p.PodSecurityContext
 				if psc.RunAsUser != nil || *psc.FSGroup != RunnerUID || psc.RunAsNonRoot == nil {
@@ -170,7 +168,7 @@ func TestMerge(t *testing.T) {
 		},
 		{
 			name: "a cluster's own spec.jobs never inherits its defaults (no defaults passed)",
-			own:  &infrav1.JobPolicy{LockTimeoutSeconds: i32(10)},
+			own:  &infrav1.JobPolicy{LockTimeoutSeconds: ptr.To[int32](10)},
 			check: func(t *testing.T, p Policy) {
 				if p.LockTimeoutSeconds != 10 || p.ActiveDeadlineSeconds != 3600 {
 					t.Errorf("lock %d, deadline %d", p.LockTimeoutSeconds, p.ActiveDeadlineSeconds)
@@ -212,9 +210,9 @@ func TestClusterDefaults(t *testing.T) {
 func TestSecurityContextOverlay(t *testing.T) {
 	t.Run("user fields are applied over the defaults", func(t *testing.T) {
 		p := Effective(&infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:           ptr(true),
-			RunAsUser:              i64(1000),
-			ReadOnlyRootFilesystem: ptr(false),
+			RunAsNonRoot:           ptr.To(true),
+			RunAsUser:              ptr.To[int64](1000),
+			ReadOnlyRootFilesystem: ptr.To(false),
 		}}, nil)
 		sc := p.SecurityContext
 		if !*sc.RunAsNonRoot || *sc.RunAsUser != 1000 || *sc.ReadOnlyRootFilesystem {
@@ -256,7 +254,7 @@ func TestSecurityContextOverlay(t *testing.T) {
 	})
 	t.Run("the user's podSecurityContext keeps its own fsGroup and seccomp", func(t *testing.T) {
 		p := Effective(&infrav1.JobPolicy{PodSecurityContext: &corev1.PodSecurityContext{
-			FSGroup:        i64(2000),
+			FSGroup:        ptr.To[int64](2000),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined},
 		}}, nil)
 		if *p.PodSecurityContext.FSGroup != 2000 || p.PodSecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined {
@@ -274,17 +272,17 @@ func TestValidatePolicy(t *testing.T) {
 	}{
 		{"the defaults are valid", nil, nil, ""},
 		{"lockTimeoutSeconds below activeDeadlineSeconds is valid",
-			&infrav1.JobPolicy{LockTimeoutSeconds: i32(59), ActiveDeadlineSeconds: i64(60)}, nil, ""},
+			&infrav1.JobPolicy{LockTimeoutSeconds: ptr.To[int32](59), ActiveDeadlineSeconds: ptr.To[int64](60)}, nil, ""},
 		{"lockTimeoutSeconds equal to activeDeadlineSeconds is JobPolicyInvalid",
-			&infrav1.JobPolicy{LockTimeoutSeconds: i32(60), ActiveDeadlineSeconds: i64(60)}, nil, "lockTimeoutSeconds 60 is not below activeDeadlineSeconds 60"},
+			&infrav1.JobPolicy{LockTimeoutSeconds: ptr.To[int32](60), ActiveDeadlineSeconds: ptr.To[int64](60)}, nil, "lockTimeoutSeconds 60 is not below activeDeadlineSeconds 60"},
 		{"the merge admission never sees: the machine's lock timeout against the cluster default's deadline",
-			&infrav1.JobPolicy{LockTimeoutSeconds: i32(900)}, &infrav1.JobPolicy{ActiveDeadlineSeconds: i64(600)}, "lockTimeoutSeconds 900 is not below activeDeadlineSeconds 600"},
+			&infrav1.JobPolicy{LockTimeoutSeconds: ptr.To[int32](900)}, &infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](600)}, "lockTimeoutSeconds 900 is not below activeDeadlineSeconds 600"},
 		{"a default lock timeout of 300 against a deadline of 300",
-			&infrav1.JobPolicy{ActiveDeadlineSeconds: i64(300)}, nil, "lockTimeoutSeconds 300 is not below activeDeadlineSeconds 300"},
-		{"a deadline over one day", &infrav1.JobPolicy{ActiveDeadlineSeconds: i64(86401)}, nil, "activeDeadlineSeconds 86401 is outside"},
-		{"a negative history limit", &infrav1.JobPolicy{FailedJobsHistoryLimit: i32(-1)}, nil, "failedJobsHistoryLimit -1"},
-		{"privileged is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}, nil, "privileged must not be true"},
-		{"allowPrivilegeEscalation true is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(true)}}, nil, "allowPrivilegeEscalation must not be true"},
+			&infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](300)}, nil, "lockTimeoutSeconds 300 is not below activeDeadlineSeconds 300"},
+		{"a deadline over one day", &infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](86401)}, nil, "activeDeadlineSeconds 86401 is outside"},
+		{"a negative history limit", &infrav1.JobPolicy{FailedJobsHistoryLimit: ptr.To[int32](-1)}, nil, "failedJobsHistoryLimit -1"},
+		{"privileged is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}, nil, "privileged must not be true"},
+		{"allowPrivilegeEscalation true is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}}, nil, "allowPrivilegeEscalation must not be true"},
 		{"capabilities.add is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}, nil, "capabilities.add must be empty"},
 	}
 	for _, tt := range tests {

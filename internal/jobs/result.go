@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
@@ -146,9 +147,9 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 	if d := doc.Drift; d != nil {
 		res.DriftDetected = d.Detected
 		ds := &infrav1.DriftSummary{
-			Add:     ptr(clampCount(d.Add)),
-			Change:  ptr(clampCount(d.Change)),
-			Destroy: ptr(clampCount(d.Destroy)),
+			Add:     ptr.To(clampCount(d.Add)),
+			Change:  ptr.To(clampCount(d.Change)),
+			Destroy: ptr.To(clampCount(d.Destroy)),
 		}
 		for _, r := range d.Resources {
 			if len(ds.Resources) == maxDriftResources {

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
@@ -72,7 +73,7 @@ func TestDecodeResult(t *testing.T) {
 		d := baseDoc(infrav1.OperationDrift)
 		d.Drift = &result.Drift{Detected: true, Change: 1, Resources: []string{"aws_instance.cp"}}
 		r := DecodeResult("job-d", infrav1.OperationDrift, marshal(t, d))
-		want := &infrav1.DriftSummary{Add: i32(0), Change: i32(1), Destroy: i32(0), Resources: []string{"aws_instance.cp"}}
+		want := &infrav1.DriftSummary{Add: ptr.To[int32](0), Change: ptr.To[int32](1), Destroy: ptr.To[int32](0), Resources: []string{"aws_instance.cp"}}
 		if !reflect.DeepEqual(r.LastRun.Drift, want) || !r.DriftDetected {
 			t.Errorf("drift = %+v detected %v", r.LastRun.Drift, r.DriftDetected)
 		}

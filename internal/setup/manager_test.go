@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -348,14 +349,12 @@ func serviceAccountToken(t *testing.T, c client.Client, namespace, name string) 
 		t.Fatal(err)
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(600))}}, metav1.CreateOptions{})
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tr.Status.Token
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // TestManagerCommandAgainstAKubeconfig runs the manager command line as a
 // process would (--kubeconfig, text logs, insecure diagnostics) until

@@ -85,7 +85,6 @@ type benchCase struct {
 	single     string // suffix of the single-Secret copy ("" if too big)
 	compressed int
 	cache      client.Reader
-	tofu       *tofuWorkspace
 }
 
 var (

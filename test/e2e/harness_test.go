@@ -20,7 +20,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -165,16 +164,6 @@ func start(t *testing.T) *world {
 		t.Fatal("the images were not pushed")
 	}
 	return w
-}
-
-// applyTemplate renders a shipped clusterctl template.
-func (w *world) applyTemplate(_ context.Context, name string, vars map[string]string) []*unstructured.Unstructured {
-	w.t.Helper()
-	objs, err := framework.Template(root(w.t), name, vars)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return objs
 }
 
 func (w *world) create(ctx context.Context, objs ...client.Object) {

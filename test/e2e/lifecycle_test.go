@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -133,12 +134,11 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster-never"}, tm); err != nil {
 			return false, err.Error()
 		}
-		for _, c := range tm.Status.Conditions {
-			if c.Type == infrav1.DependenciesReadyCondition {
-				return c.Reason == infrav1.WaitingForBootstrapDataReason, c.Reason + ": " + c.Message
-			}
+		c := meta.FindStatusCondition(tm.Status.Conditions, infrav1.DependenciesReadyCondition)
+		if c == nil {
+			return false, "no DependenciesReady condition"
 		}
-		return false, "no DependenciesReady condition"
+		return c.Reason == infrav1.WaitingForBootstrapDataReason, c.Reason + ": " + c.Message
 	})
 
 	// Clean up: delete the Cluster and wait for everything to go.

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,11 +42,7 @@ func docsReport(t *testing.T, problems []string, err error) {
 // api/v1alpha1 and compares it with the committed page.
 func TestDocsAPIReferenceIsCurrent(t *testing.T) {
 	r := docsRoot(t)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "run", "./hack/docsgen", "-out", "-")
+	cmd := exec.Command("go", "run", "./hack/docsgen", "-out", "-")
 	cmd.Dir = r
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -89,19 +84,28 @@ func docsQuote(s string) string {
 }
 
 // TestDocsConditionsMatchAPI: every *Condition and *Reason constant has a
-// row in conditions.md, and every name in its Condition and Reason columns
-// is a constant.
+// row in conditions.md, every name in its Condition and Reason columns is a
+// constant, and every *Reason constant is set on a condition by the code
+// (docs_emitted_test.go), but those of notYetSet.
 func TestDocsConditionsMatchAPI(t *testing.T) {
 	r := docsRoot(t)
-	problems, err := docsCheckConditions(filepath.Join(r, "api", "v1alpha1"), filepath.Join(r, docsReferenceDir, "conditions.md"))
+	api := filepath.Join(r, "api", "v1alpha1")
+	problems, err := docsCheckConditions(api, filepath.Join(r, docsReferenceDir, "conditions.md"))
+	docsReport(t, problems, err)
+	problems, err = docsCheckSet(api, docsRepoFlow(t), notYetSet)
 	docsReport(t, problems, err)
 }
 
-// TestDocsEventsMatchAPI: every *Event constant has a row in events.md, and
-// every name in its Reason columns is a constant.
+// TestDocsEventsMatchAPI: every *Event constant has a row in events.md,
+// every name in its Reason columns is a constant, and every *Event constant
+// is the reason of an event the code emits (docs_emitted_test.go), but
+// those of notYetEmitted.
 func TestDocsEventsMatchAPI(t *testing.T) {
 	r := docsRoot(t)
-	problems, err := docsCheckEvents(filepath.Join(r, "api", "v1alpha1"), filepath.Join(r, docsReferenceDir, "events.md"))
+	api := filepath.Join(r, "api", "v1alpha1")
+	problems, err := docsCheckEvents(api, filepath.Join(r, docsReferenceDir, "events.md"))
+	docsReport(t, problems, err)
+	problems, err = docsCheckEmitted(api, docsRepoFlow(t), notYetEmitted)
 	docsReport(t, problems, err)
 }
 

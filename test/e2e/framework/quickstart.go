@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,10 +91,8 @@ func (q QuickStart) Rows(ctx context.Context) ([]Row, error) {
 	add := func(kind, name string, conds []metav1.Condition) {
 		r := Row{Kind: kind, Name: name, Ready: "-", Jobs: jobsOf[kind+"/"+name]}
 		sort.Strings(r.Jobs)
-		for _, c := range conds {
-			if c.Type == infrav1.ReadyCondition {
-				r.Ready, r.Reason = string(c.Status), c.Reason
-			}
+		if c := meta.FindStatusCondition(conds, infrav1.ReadyCondition); c != nil {
+			r.Ready, r.Reason = string(c.Status), c.Reason
 		}
 		rows = append(rows, r)
 	}

@@ -10,7 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -151,7 +151,7 @@ func (t *Timeline) noteWorkload(o any) {
 		return
 	}
 	last := w.GetWorkspaceStatus().LastRun
-	if last == nil || !isTrue(w.GetConditions(), infrav1.ReadyCondition) {
+	if last == nil || !meta.IsStatusConditionTrue(w.GetConditions(), infrav1.ReadyCondition) {
 		return
 	}
 	key := owner + "/" + last.Job
@@ -161,15 +161,6 @@ func (t *Timeline) noteWorkload(o any) {
 	if _, seen := t.settled[key]; !seen {
 		t.settled[key] = now
 	}
-}
-
-func isTrue(conds []metav1.Condition, typ string) bool {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Jobs returns every Job seen, oldest first.

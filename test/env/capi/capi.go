@@ -14,13 +14,11 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,19 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
-	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
-	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
-	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
-	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
-	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
-	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
-	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	bootstrapsetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -171,28 +157,6 @@ func InstallCRDSets(cfg *rest.Config, sets ...CRDSet) error {
 		return fmt.Errorf("CRDs were not served in time: %w", err)
 	}
 	return nil
-}
-
-// Scheme returns a scheme with the Kubernetes types and every Cluster API
-// type and version the three providers serve.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apiextensionsv1.AddToScheme(s)
-	_ = clusterv1beta1.AddToScheme(s)
-	_ = clusterv1.AddToScheme(s)
-	_ = bootstrapv1beta1.AddToScheme(s)
-	_ = bootstrapv1.AddToScheme(s)
-	_ = controlplanev1beta1.AddToScheme(s)
-	_ = controlplanev1.AddToScheme(s)
-	_ = addonsv1beta1.AddToScheme(s)
-	_ = addonsv1.AddToScheme(s)
-	_ = ipamv1alpha1.AddToScheme(s)
-	_ = ipamv1beta1.AddToScheme(s)
-	_ = ipamv1.AddToScheme(s)
-	_ = runtimev1alpha1.AddToScheme(s)
-	_ = runtimev1.AddToScheme(s)
-	return s
 }
 
 var starts atomic.Int64

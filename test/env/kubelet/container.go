@@ -117,14 +117,14 @@ func envValueFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 			return "", false, nil
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("Secret %s: %w", ref.Name, err)
+			return "", false, fmt.Errorf("failed to get Secret %s: %w", ref.Name, err)
 		}
 		b, ok := s.Data[ref.Key]
 		if !ok {
 			if opt {
 				return "", false, nil
 			}
-			return "", false, fmt.Errorf("Secret %s has no key %q", ref.Name, ref.Key)
+			return "", false, fmt.Errorf("key %q not found in Secret %s", ref.Key, ref.Name)
 		}
 		return string(b), true, nil
 	case from.ConfigMapKeyRef != nil:
@@ -135,14 +135,14 @@ func envValueFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 			return "", false, nil
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("ConfigMap %s: %w", ref.Name, err)
+			return "", false, fmt.Errorf("failed to get ConfigMap %s: %w", ref.Name, err)
 		}
 		v, ok := cm.Data[ref.Key]
 		if !ok {
 			if opt {
 				return "", false, nil
 			}
-			return "", false, fmt.Errorf("ConfigMap %s has no key %q", ref.Name, ref.Key)
+			return "", false, fmt.Errorf("key %q not found in ConfigMap %s", ref.Key, ref.Name)
 		}
 		return v, true, nil
 	}
