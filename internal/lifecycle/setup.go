@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -141,6 +140,3 @@ func forEach(l client.ObjectList, fn func(client.Object)) error {
 	}
 	return nil
 }
-
-// resyncPeriod bounds how long an object goes without a pass.
-const resyncPeriod = 10 * time.Minute
