@@ -195,7 +195,8 @@ func TestDriftAndHealth(t *testing.T) {
 		if provisioned(mw.TM) {
 			t.Fatal("a pending instance provisioned")
 		}
-		e.wantCondition(mw.TM, infrav1.InfrastructureHealthyCondition, metav1.ConditionFalse, infrav1.InstancePendingReason)
+		// Before provisioned, a pending instance reads as Provisioning.
+		e.wantCondition(mw.TM, infrav1.InfrastructureHealthyCondition, metav1.ConditionFalse, infrav1.ProvisioningReason)
 		// The post-apply refresh is due at once.
 		refresh := e.wantJob(mw.TM, infrav1.OperationRefresh)
 		e.advance(time.Minute)

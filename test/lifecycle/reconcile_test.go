@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"bytes"
+	"os"
 	"testing"
 	"time"
 
@@ -19,9 +20,18 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
-// skipFixedByRewrite marks a case whose rule the current flow breaks.
+// knownBugsEnv, set to 1, runs the cases skipped for a known bug, to
+// watch them fail.
+const knownBugsEnv = "CAPTF_LIFECYCLE_KNOWN_BUGS"
+
+// skipFixedByRewrite marks a case whose rule the current flow breaks: it
+// is written as the book states the rule and skipped until the fix lands.
 func skipFixedByRewrite(t *testing.T, why string) {
 	t.Helper()
+	if os.Getenv(knownBugsEnv) == "1" {
+		t.Log("known bug: " + why)
+		return
+	}
 	t.Skip(why + "; fixed by the lifecycle rewrite")
 }
 
@@ -412,6 +422,61 @@ func TestLifecycle(t *testing.T) {
 		e.mustPass(w.TC)
 		e.wantJob(w.TC, infrav1.OperationDestroy)
 		e.wantCondition(w.TC, infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)
+	})
+
+	t.Run("stuck_job_is_deleted_once_a_minute_old", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		// The per-run Secret is gone and no pod ever started: the Job can
+		// never start.
+		if err := k8s.Delete(e.ctx, e.secret(jobs.RunSecretName(job.Name))); err != nil {
+			t.Fatal(err)
+		}
+		e.mustPass(w.TC)
+		e.wantJob(w.TC, infrav1.OperationApply)
+		m := e.mark(w.TC)
+		e.advance(2 * time.Minute)
+		e.mustPass(w.TC)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.StuckJobDeletedEvent)
+		if !e.gone(job) {
+			t.Fatal("the stuck Job stays")
+		}
+		e.mustPass(w.TC)
+		again := e.wantJob(w.TC, infrav1.OperationApply)
+		if e.secret(jobs.RunSecretName(again.Name)) == nil {
+			t.Fatal("the recreated Job has no per-run Secret")
+		}
+	})
+
+	t.Run("machine_waits_for_its_clusters_operation", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedCluster("prod")
+		mw := e.newMachine(w, "prod-md-0", nil)
+		// The cluster's state carries another inputs hash: it re-applies
+		// and holds the cluster's write lease.
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		clusterApply := e.wantJob(w.TC, infrav1.OperationApply)
+		e.mustPass(mw.TM)
+		m := e.mark(mw.TM)
+		res := e.mustPass(mw.TM)
+		e.wantNoJob(mw.TM)
+		e.wantCondition(mw.TM, infrav1.ApplyJobSucceededCondition, metav1.ConditionUnknown, infrav1.WaitingForClusterOperationReason)
+		e.wantEvent(mw.TM, m, corev1.EventTypeNormal, infrav1.WaitingForClusterOperationEvent)
+		if res.RequeueAfter != 30*time.Second {
+			t.Fatalf("a lease wait requeues after 30s; got %v", res.RequeueAfter)
+		}
+		// Once the cluster's Job is bookkept its lease is given back.
+		e.advance(time.Minute)
+		e.finishJob(clusterApply, succeeded, nil)
+		e.mustPass(w.TC)
+		e.mustPass(mw.TM)
+		e.wantJob(mw.TM, infrav1.OperationApply)
 	})
 
 	t.Run("condition_change_emits_ConditionChanged", func(t *testing.T) {
