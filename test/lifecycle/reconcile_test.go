@@ -421,6 +421,20 @@ func TestLifecycle(t *testing.T) {
 		e.delete(mw.TM)
 		e.mustPass(w.TC)
 		e.wantJob(w.TC, infrav1.OperationDestroy)
+	})
+
+	t.Run("destroy_started_clears_DeletionBlocked", func(t *testing.T) {
+		t.Parallel()
+		skipFixedByRewrite(t, "DeletionBlocked is written only on a wait, so it stays True/DependentsExist once the destroy starts")
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		mw := e.newMachine(w, "prod-md-0", nil)
+		e.delete(w.TC)
+		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.DeletionBlockedCondition, metav1.ConditionTrue, infrav1.DependentsExistReason)
+		e.delete(mw.TM)
+		e.mustPass(w.TC)
+		e.wantJob(w.TC, infrav1.OperationDestroy)
 		e.wantCondition(w.TC, infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)
 	})
 
