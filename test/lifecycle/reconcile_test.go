@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -520,16 +519,20 @@ func TestLifecycle(t *testing.T) {
 		e.writeState(w.TC, stateOf(1, clusterOutputs(), ""))
 		e.finishJob(job, succeeded, nil)
 		e.mustPass(w.TC)
+		// That pass wrote the module's endpoint to the spec; the next one
+		// observes the new generation.
+		e.mustPass(w.TC)
 		gen := w.TC.Generation
 		if status(w.TC).ObservedGeneration != gen {
 			t.Fatalf("observedGeneration %d after a good pass, generation %d", status(w.TC).ObservedGeneration, gen)
 		}
-		// A spec change the pass cannot act on: no Job may be created in
-		// the namespace.
-		e.create(&corev1.ResourceQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "no-jobs"},
-			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}},
-		})
+		// A spec change the pass cannot act on: the durable inputs Secret
+		// was made immutable, so recording the new inputs fails.
+		d := e.durable(w.TC)
+		d.Immutable = ptr.To(true)
+		if err := k8s.Update(e.ctx, d); err != nil {
+			t.Fatal(err)
+		}
 		e.update(w.TC, func() {
 			w.TC.Spec.Variables = map[string]apiextensionsv1.JSON{"size": {Raw: []byte(`"large"`)}}
 		})
