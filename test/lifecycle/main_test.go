@@ -1,0 +1,67 @@
+package lifecycle
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
+)
+
+// One API server for the package: CAPTF's CRDs and the Cluster API kinds
+// the flow reads (Cluster, Machine, MachinePool). Each test gets a
+// namespace of its own.
+var (
+	scheme *runtime.Scheme
+	k8s    client.Client // direct: every read is live, never a stale cache
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	// The flow logs through controller-runtime; the tests read conditions
+	// and events, not logs.
+	ctrl.SetLogger(logr.Discard())
+	scheme = runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go list sigs.k8s.io/cluster-api:", err)
+		return 1
+	}
+	capiCRDs := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
+	env, cfg, err := envtest.Start(
+		filepath.Join("..", "..", "config", "crd", "bases"),
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_clusters.yaml"),
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_machines.yaml"),
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_machinepools.yaml"),
+	)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 500, 1000
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}

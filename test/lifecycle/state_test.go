@@ -1,0 +1,224 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// TestTerraformState checks the rules of the book page Terraform State:
+// adoption and backups, lost and unreadable state, abandoning the
+// infrastructure.
+func TestTerraformState(t *testing.T) {
+	t.Parallel()
+
+	t.Run("adoption_records_inputs_hash", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		job := e.bringUp(w.TC, stateOf(1, clusterOutputs(), ""))
+		s := e.stateSecret(w.TC)
+		want := job.Annotations[infrav1.InputsHashAnnotation]
+		if want == "" || s.Annotations[infrav1.InputsHashAnnotation] != want {
+			t.Fatalf("state inputs hash %q, the succeeded apply's is %q", s.Annotations[infrav1.InputsHashAnnotation], want)
+		}
+		owned := false
+		for _, o := range s.OwnerReferences {
+			owned = owned || o.UID == w.TC.UID
+		}
+		if !owned {
+			t.Fatalf("the state Secret is not owned by the TerraformCluster: %+v", s.OwnerReferences)
+		}
+		// Adopted state matches the current inputs: nothing to apply.
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+	})
+
+	t.Run("adoption_emits_StateAdopted", func(t *testing.T) {
+		t.Parallel()
+		skipFixedByRewrite(t, "the StateAdopted event is never emitted: the adopted hash is compared after state.Adopt has set it")
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		m := e.mark(w.TC)
+		e.bringUp(w.TC, stateOf(1, clusterOutputs(), ""))
+		e.wantEvent(w.TC, m, corev1.EventTypeNormal, infrav1.StateAdoptedEvent)
+	})
+
+	t.Run("new_serial_is_backed_up_once", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		m := e.mark(w.TC)
+		e.bringUp(w.TC, stateOf(3, clusterOutputs(), ""))
+		suffix := e.suffixOf(w.TC)
+		if e.secret(state.BackupName(suffix, 3)) == nil {
+			t.Fatalf("no backup %s", state.BackupName(suffix, 3))
+		}
+		if b := status(w.TC).StateBackups; len(b) != 1 || b[0].Serial != 3 {
+			t.Fatalf("status.stateBackups %+v", b)
+		}
+		if status(w.TC).ObservedStateSerial != 3 || status(w.TC).StateSecretSuffix != suffix {
+			t.Fatalf("observedStateSerial %d, stateSecretSuffix %q", status(w.TC).ObservedStateSerial, status(w.TC).StateSecretSuffix)
+		}
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		if n := len(e.eventsOf(w.TC, m, infrav1.StateBackedUpEvent)); n != 1 {
+			t.Fatalf("StateBackedUp emitted %d times for one serial", n)
+		}
+	})
+
+	t.Run("state_lost_reports_StateLost", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		e.deleteState(w.TC)
+		e.advance(time.Minute)
+		res := e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason)
+		// No Job until the state is restored: above all no fresh apply
+		// that would create the infrastructure a second time.
+		e.wantNoJob(w.TC)
+		if res.RequeueAfter != time.Minute {
+			t.Fatalf("a lost state requeues after 1m; got %v", res.RequeueAfter)
+		}
+		e.advance(time.Hour)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+	})
+
+	t.Run("state_lost_emits_StateLost", func(t *testing.T) {
+		t.Parallel()
+		skipFixedByRewrite(t, "the StateLost event is never emitted")
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		e.deleteState(w.TC)
+		m := e.mark(w.TC)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.StateLostEvent)
+	})
+
+	t.Run("machine_state_without_inputs_hash_starts_no_Job", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedCluster("prod")
+		mw := e.newMachine(w, "prod-md-0", nil)
+		e.bringUp(mw.TM, stateOf(1, machineOutputs("running", true), ""))
+		if !provisioned(mw.TM) {
+			t.Fatalf("machine not provisioned: %v", status(mw.TM).Conditions)
+		}
+		// Someone rewrote the state without CAPTF's inputs hash, after the
+		// apply Job that recorded it was pruned.
+		for _, j := range e.jobsOf(mw.TM) {
+			if err := k8s.Delete(e.ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.writeState(mw.TM, stateOf(2, machineOutputs("running", true), ""))
+		e.advance(time.Minute)
+		e.mustPass(mw.TM)
+		// Above all no fresh apply creating a second instance.
+		e.wantNoJob(mw.TM)
+		e.advance(time.Hour)
+		e.mustPass(mw.TM)
+		e.wantNoJob(mw.TM)
+	})
+
+	t.Run("machine_state_without_inputs_hash_is_StateLost", func(t *testing.T) {
+		t.Parallel()
+		skipFixedByRewrite(t, "a TerraformMachine state without an inputs hash is decided as lost but StateReadable still reads True/StateRead")
+		e := newEnv(t)
+		w := e.provisionedCluster("prod")
+		mw := e.newMachine(w, "prod-md-0", nil)
+		e.bringUp(mw.TM, stateOf(1, machineOutputs("running", true), ""))
+		if !provisioned(mw.TM) {
+			t.Fatalf("machine not provisioned: %v", status(mw.TM).Conditions)
+		}
+		// Someone rewrote the state without CAPTF's inputs hash, after the
+		// apply Job that recorded it was pruned.
+		for _, j := range e.jobsOf(mw.TM) {
+			if err := k8s.Delete(e.ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.writeState(mw.TM, stateOf(2, machineOutputs("running", true), ""))
+		e.advance(time.Minute)
+		e.mustPass(mw.TM)
+		e.wantCondition(mw.TM, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason)
+		e.wantNoJob(mw.TM)
+	})
+
+	t.Run("state_unreadable_reports_StateCorrupt", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		s := e.stateSecret(w.TC)
+		s.Data[state.DataKey] = []byte("this is not gzip")
+		if err := k8s.Update(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.advance(time.Minute)
+		res := e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason)
+		e.wantNoJob(w.TC)
+		if res.RequeueAfter != time.Minute {
+			t.Fatalf("an unreadable state requeues after 1m; got %v", res.RequeueAfter)
+		}
+	})
+
+	t.Run("state_unreadable_emits_StateUnreadable", func(t *testing.T) {
+		t.Parallel()
+		skipFixedByRewrite(t, "the StateUnreadable event is never emitted")
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		s := e.stateSecret(w.TC)
+		s.Data[state.DataKey] = []byte("this is not gzip")
+		if err := k8s.Update(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		m := e.mark(w.TC)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.StateUnreadableEvent)
+	})
+
+	t.Run("abandon_infrastructure_skips_destroy", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		e.deleteState(w.TC)
+		e.delete(w.TC)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		// Deleting with lost state: no destroy can run, the finalizer stays.
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason)
+		e.wantNoJob(w.TC)
+		if !hasFinalizer(w.TC, infrav1.TerraformClusterFinalizer) {
+			t.Fatal("the finalizer went with the state lost and nothing abandoned")
+		}
+		// An abandon annotation naming another UID is not the operator's
+		// decision for this object.
+		e.annotate(w.TC, infrav1.AbandonInfrastructureAnnotation, "not-this-uid")
+		e.mustPass(w.TC)
+		if e.gone(w.TC) {
+			t.Fatal("an abandon annotation naming another UID dropped the finalizer")
+		}
+		e.annotate(w.TC, infrav1.AbandonInfrastructureAnnotation, string(w.TC.UID))
+		e.mustPass(w.TC)
+		if !e.gone(w.TC) {
+			t.Fatalf("the finalizer stays after abandoning: %v", w.TC.Finalizers)
+		}
+		for _, j := range e.jobsOf(w.TC) {
+			if j.Labels[infrav1.OpLabel] == string(infrav1.OperationDestroy) {
+				t.Fatalf("a destroy Job %s ran for abandoned infrastructure", j.Name)
+			}
+		}
+	})
+}
