@@ -168,6 +168,11 @@ func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
 // act carries out the decision.
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision
+	if p.Kind == decide.KindCluster && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
+		// Deletion is blocked only while the decision waits on the
+		// cluster's machines and pools.
+		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
+	}
 	switch {
 	case d.Op == decide.OpDropFinalizer:
 		return f.cleanup(ctx, p)
@@ -200,6 +205,13 @@ func (f *Flow) reportWait(p *Pass) {
 	case infrav1.RestoreBackupNotFoundReason:
 		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
 			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
+	case infrav1.StateLostReason:
+		if c := p.Condition(infrav1.StateReadableCondition); c == nil || c.Reason != infrav1.StateLostReason {
+			// A TerraformMachine whose state carries no inputs hash:
+			// nothing recorded what was applied (Terraform State).
+			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
+				"the state in Secret "+state.SecretName(p.Suffix)+" records no inputs hash; restore a backup with "+infrav1.RestoreStateAnnotation)
+		}
 	case infrav1.OutputsMissingReason:
 		// The module lacks contract outputs; without state this pass read
 		// no outputs, so the finding of the Job that checked stands here.
@@ -213,9 +225,6 @@ func (f *Flow) reportWait(p *Pass) {
 		} else {
 			p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.DestroyFailedReason, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
 		}
-	}
-	if p.Kind == decide.KindCluster && r != infrav1.DependentsExistReason {
-		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
 	}
 }
 
@@ -380,7 +389,6 @@ func (f *Flow) writeDurable(ctx context.Context, p *Pass) error {
 		}
 		s.Annotations[infrav1.ImageAnnotation] = p.Obj.GetWorkspace().Source.Image
 		s.Annotations[infrav1.IdentityAnnotation] = p.Identity
-		delete(s.Annotations, infrav1.InterruptedApplyAnnotation)
 		s.Type = corev1.SecretTypeOpaque
 		s.Data = map[string][]byte{inputs.MainFile: r.MainTF, inputs.TFVarsFile: r.TFVars}
 		return controllerutil.SetOwnerReference(p.Obj, s, f.Client.Scheme())

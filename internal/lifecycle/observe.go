@@ -198,11 +198,13 @@ func (f *Flow) adopt(ctx context.Context, p *Pass) error {
 			return nil
 		}
 	}
+	// state.Adopt records the hash on p.State too: compare before it.
+	recorded := p.State.InputsHash
 	patched, err := state.Adopt(ctx, f.Client, p.owner(), p.State, newest.InputsHash)
 	if err != nil {
 		return fmt.Errorf("failed to adopt the state: %w", err)
 	}
-	if len(patched) > 0 && p.State.InputsHash != newest.InputsHash {
+	if len(patched) > 0 && recorded != newest.InputsHash {
 		f.event(p, nil, corev1.EventTypeNormal, infrav1.StateAdoptedEvent, "Adopted state serial "+strconv.FormatUint(p.State.Serial, 10)+" with inputs hash "+newest.InputsHash)
 	}
 	p.State.InputsHash = newest.InputsHash

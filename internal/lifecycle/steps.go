@@ -412,13 +412,14 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 	if digest != "" {
 		want[infrav1.ImageDigestAnnotation] = digest
 	}
-	changed := false
+	_, interrupted := durable.Annotations[infrav1.InterruptedApplyAnnotation]
+	pinned := false
 	for k, v := range want {
 		if durable.Annotations[k] != v {
-			changed = true
+			pinned = true
 		}
 	}
-	if !changed {
+	if !pinned && !interrupted {
 		return nil
 	}
 	base := durable.DeepCopy()
@@ -428,10 +429,16 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 	for k, v := range want {
 		durable.Annotations[k] = v
 	}
+	// An apply started after an interrupted one succeeded: the apply it
+	// kept due is done.
+	delete(durable.Annotations, infrav1.InterruptedApplyAnnotation)
 	if err := f.Client.Patch(ctx, durable, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("failed to pin the image digest on Secret %s: %w", durable.Name, err)
 	}
 	p.Durable = durable
+	if !pinned {
+		return nil
+	}
 	if digest != "" {
 		f.event(p, nil, corev1.EventTypeNormal, infrav1.DigestPinnedEvent, "Pinned image digest "+digest)
 	} else {

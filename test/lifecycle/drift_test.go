@@ -130,7 +130,6 @@ func TestDriftAndHealth(t *testing.T) {
 
 	t.Run("successful_remediation_clears_DriftDetected", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "DriftDetected is not cleared to False/NoDrift when a remediation apply succeeds")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", driftEvery(600, infrav1.DriftAction("Remediate")))
 		e.dueDrift(w.TC, 10*time.Minute)
@@ -149,7 +148,6 @@ func TestDriftAndHealth(t *testing.T) {
 
 	t.Run("failed_remediation_falls_back_to_DriftPending", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "DriftDetected is not set back to True/DriftPending when a remediation apply fails")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", driftEvery(600, infrav1.DriftAction("Remediate")))
 		e.dueDrift(w.TC, 10*time.Minute)

@@ -150,7 +150,6 @@ func TestJobInputs(t *testing.T) {
 
 	t.Run("cluster_destroy_without_durable_inputs_falls_back_to_current_inputs", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "a destroy whose durable inputs Secret is missing always waits")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		if err := k8s.Delete(e.ctx, e.durable(w.TC)); err != nil {
@@ -167,7 +166,6 @@ func TestJobInputs(t *testing.T) {
 
 	t.Run("pool_destroy_without_durable_inputs_falls_back_to_current_inputs", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "a destroy whose durable inputs Secret is missing always waits")
 		e := newEnv(t)
 		w := e.provisionedCluster("prod")
 		pw := e.newPool(w, "prod-mp-0", 2, nil)

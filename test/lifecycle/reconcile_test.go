@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"bytes"
-	"os"
 	"testing"
 	"time"
 
@@ -18,21 +17,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
-
-// knownBugsEnv, set to 1, runs the cases skipped for a known bug, to
-// watch them fail.
-const knownBugsEnv = "CAPTF_LIFECYCLE_KNOWN_BUGS"
-
-// skipFixedByRewrite marks a case whose rule the current flow breaks: it
-// is written as the book states the rule and skipped until the fix lands.
-func skipFixedByRewrite(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv(knownBugsEnv) == "1" {
-		t.Log("known bug: " + why)
-		return
-	}
-	t.Skip(why + "; fixed by the lifecycle rewrite")
-}
 
 // provisioned brings a Cluster's TerraformCluster up: applied, its state
 // read and adopted, provisioned.
@@ -253,7 +237,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("pause_emits_Paused_and_Resumed", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the Paused and Resumed events are never emitted")
 		e := newEnv(t)
 		w := e.newCluster("prod", nil)
 		e.mustPass(w.TC)
@@ -270,7 +253,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("owner_wait_reports_DependenciesReady", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "lookupOwner sets DependenciesReady before the patch helper's snapshot, so the wait is never written")
 		e := newEnv(t)
 		tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "orphan"}}
 		tc.Spec.Source.Image = moduleImage
@@ -285,7 +267,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("owner_wait_stops_before_credentials", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "an owner wait does not stop the pass: the credentials step mirrors credentials for an object nothing owns")
 		e := newEnv(t)
 		tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "orphan"}}
 		tc.Spec.Source.Image = moduleImage
@@ -301,7 +282,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("owner_not_pointing_back_is_OwnerMismatch", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "an owner wait is set before the patch helper's snapshot, so OwnerMismatch is never written")
 		e := newEnv(t)
 		w := e.newCluster("prod", nil)
 		// The Cluster names another TerraformCluster.
@@ -314,7 +294,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("machine_with_foreign_infrastructure_apiGroup_is_OwnerMismatch", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "a TerraformMachine's owner check ignores the Machine's infrastructureRef apiGroup")
 		e := newEnv(t)
 		w := e.provisionedCluster("prod")
 		mw := e.newMachine(w, "prod-md-0", nil)
@@ -394,7 +373,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("deletion_emits_DeletionStarted", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the DeletionStarted event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		m := e.mark(w.TC)
@@ -424,7 +402,6 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("destroy_started_clears_DeletionBlocked", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "DeletionBlocked is written only on a wait, so it stays True/DependentsExist once the destroy starts")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		mw := e.newMachine(w, "prod-md-0", nil)
@@ -494,22 +471,29 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("condition_change_emits_ConditionChanged", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the ConditionChanged event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
-		e.deleteState(w.TC)
+		// DependenciesReady has no event of its own: its owning Cluster
+		// going makes it False/OwnerNotFound, a change to a bad state.
+		if err := k8s.Delete(e.ctx, w.Cluster); err != nil {
+			t.Fatal(err)
+		}
 		m := e.mark(w.TC)
 		e.advance(time.Minute)
 		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.DependenciesReadyCondition, metav1.ConditionFalse, infrav1.OwnerNotFoundReason)
 		ev := e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.ConditionChangedEvent)
-		if !bytes.Contains([]byte(ev.Note), []byte(infrav1.StateReadableCondition)) {
-			t.Fatalf("ConditionChanged does not name StateReadable: %q", ev.Note)
+		if !bytes.Contains([]byte(ev.Note), []byte(infrav1.DependenciesReadyCondition)) {
+			t.Fatalf("ConditionChanged does not name DependenciesReady: %q", ev.Note)
 		}
+		// The next pass, with nothing changed, reports nothing again.
+		m = e.mark(w.TC)
+		e.mustPass(w.TC)
+		e.wantNoEvent(w.TC, m, infrav1.ConditionChangedEvent)
 	})
 
 	t.Run("failed_pass_keeps_observedGeneration_and_returns_no_requeue", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "observedGeneration moves even after a failed pass")
 		e := newEnv(t)
 		w := e.newCluster("prod", nil)
 		e.mustPass(w.TC)

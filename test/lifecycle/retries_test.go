@@ -165,7 +165,6 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("approved_destructive_apply_consumes_the_approval", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the DestructivePlanApprovalConsumed event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
@@ -194,7 +193,6 @@ func TestRetriesAndBackoff(t *testing.T) {
 	// applied part of its change.
 	t.Run("interrupted_apply_is_recorded_and_stays_due", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "captf.io/interrupted-apply is never written")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
@@ -245,7 +243,6 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("failed_restore_emits_StateRestoreFailed", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the StateRestoreFailed event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		e.deleteState(w.TC)

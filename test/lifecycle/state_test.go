@@ -43,7 +43,6 @@ func TestTerraformState(t *testing.T) {
 
 	t.Run("adoption_emits_StateAdopted", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the StateAdopted event is never emitted: the adopted hash is compared after state.Adopt has set it")
 		e := newEnv(t)
 		w := e.newCluster("prod", nil)
 		m := e.mark(w.TC)
@@ -95,7 +94,6 @@ func TestTerraformState(t *testing.T) {
 
 	t.Run("state_lost_emits_StateLost", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the StateLost event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		e.deleteState(w.TC)
@@ -133,7 +131,6 @@ func TestTerraformState(t *testing.T) {
 
 	t.Run("machine_state_without_inputs_hash_is_StateLost", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "a TerraformMachine state without an inputs hash is decided as lost but StateReadable still reads True/StateRead")
 		e := newEnv(t)
 		w := e.provisionedCluster("prod")
 		mw := e.newMachine(w, "prod-md-0", nil)
@@ -175,7 +172,6 @@ func TestTerraformState(t *testing.T) {
 
 	t.Run("state_unreadable_emits_StateUnreadable", func(t *testing.T) {
 		t.Parallel()
-		skipFixedByRewrite(t, "the StateUnreadable event is never emitted")
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
 		s := e.stateSecret(w.TC)
