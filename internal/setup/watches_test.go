@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -252,7 +253,7 @@ func TestManagerWakesUsersOfVariablesSourcesAndIdentities(t *testing.T) {
 	)
 	provisioned := &infrav1.TerraformMachine{}
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "tm-provisioned"}, provisioned))
-	provisioned.Status.Initialization = &infrav1.Initialization{Provisioned: ptrTo(true)}
+	provisioned.Status.Initialization = &infrav1.Initialization{Provisioned: ptr.To(true)}
 	must(t, c.Status().Update(ctx, provisioned))
 
 	o := testOptions(t)
