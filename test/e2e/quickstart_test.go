@@ -66,8 +66,8 @@ func TestQuickStart(t *testing.T) {
 	} else {
 		t.Logf("API writes in %s by %d converged reconciles of %d objects: 0", w.ns, none, len(watch))
 	}
-	if none < 2*len(watch) {
-		t.Errorf("%d reconciles decided nothing after the objects were touched, want at least two per object", none)
+	if none < len(watch) {
+		t.Errorf("%d reconciles decided nothing after the objects were touched, want at least one per object", none)
 	}
 
 	// The manager in this process counted the Jobs and reports Ready.
