@@ -90,7 +90,7 @@ func TestMain(m *testing.M) {
 	}
 	// Every verbosity: the per-pass messages are where a leaked value
 	// would show.
-	captfLogger = zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-10)), zap.WriteTo(sink))
+	captfLogger = zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-4)), zap.WriteTo(sink))
 	ctrl.SetLogger(logger)
 	code := m.Run()
 	if shared.e != nil {
