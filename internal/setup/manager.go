@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -166,12 +167,20 @@ func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{infrav1.ManagedLabel: "true"})
 }
 
-// defaultNamespaces restricts namespaced caches to --namespace.
+// defaultNamespaces restricts namespaced caches to --namespace, or keeps
+// ExcludeNamespaces out of them.
 func defaultNamespaces(o Options) map[string]cache.Config {
-	if o.Namespace == "" {
+	if o.Namespace != "" {
+		return map[string]cache.Config{o.Namespace: {}}
+	}
+	if len(o.ExcludeNamespaces) == 0 {
 		return nil
 	}
-	return map[string]cache.Config{o.Namespace: {}}
+	var not []fields.Selector
+	for _, ns := range o.ExcludeNamespaces {
+		not = append(not, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	return map[string]cache.Config{cache.AllNamespaces: {FieldSelector: fields.AndSelectors(not...)}}
 }
 
 // cacheOptions: Secrets, Jobs, Pods and Leases only when CAPTF owns them;

@@ -61,6 +61,10 @@ type Options struct {
 	// Namespace restricts the watched namespace ("" = all); the
 	// TerraformClusterIdentity is always watched cluster-wide.
 	Namespace string
+	// ExcludeNamespaces, with Namespace unset, leaves these namespaces out
+	// of every namespaced cache, so nothing in them is reconciled (in-process
+	// callers: another manager, scoped with Namespace, owns them).
+	ExcludeNamespaces []string
 	// SyncPeriod is the minimum cache resync and the orphan-sweep interval.
 	SyncPeriod time.Duration
 	// WatchFilter, when set, restricts reconciles to objects labeled

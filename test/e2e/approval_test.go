@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
 // TestApprovalsAndRestore walks a TerraformCluster through the book's
@@ -33,10 +34,11 @@ import (
 //     approved apply succeeds, the annotation goes, status.plan is cleared
 //     and PlanApplied is emitted.
 func TestApprovalsAndRestore(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	const ns, name = "team-guard", "guarded"
+	w := start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	const ns, name = "team-guard", "guarded"
 	w.identityFor(ctx, ns)
 	cluster, created := w.clusterObjects(ns, name, nil)
 	w.create(ctx, cluster, created)
@@ -138,8 +140,11 @@ func TestApprovalsAndRestore(t *testing.T) {
 	if op := planJob.Labels[infrav1.OpLabel]; op != string(infrav1.OperationPlan) || tc.Status.Plan.Change != 1 {
 		t.Fatalf("the input change ran a %s Job with plan %+v, want a plan Job changing 1 resource", op, tc.Status.Plan)
 	}
-	// Nothing more runs while the plan waits.
-	time.Sleep(5 * time.Second)
+	// Nothing more runs while the plan waits, however often the cluster
+	// is reconciled.
+	if _, none := w.settle(ctx, 3, []client.Object{&infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}, []framework.Object{w.obj("TerraformCluster", name)}); none == 0 {
+		t.Errorf("none of the passes while the plan awaited approval decided to wait")
+	}
 	if j := newestJob(ctx, t, w, ns, ""); j.Name != planJob.Name {
 		t.Fatalf("Job %s started while the plan awaited approval", j.Name)
 	}

@@ -22,10 +22,11 @@ import (
 // inputs (DriftRemediationStarted), and the check after it finds none
 // (DriftResolved, DriftDetected False/NoDrift).
 func TestClusterDriftRemediation(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	const ns, name = "team-drift", "drifty"
+	w := start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	const ns, name = "team-drift", "drifty"
 	w.identityFor(ctx, ns)
 	cluster, tc := w.clusterObjects(ns, name, func(s *infrav1.TerraformClusterSpec) {
 		s.Drift = &infrav1.DriftPolicy{IntervalSeconds: ptr.To[int32](10), Action: infrav1.DriftActionRemediate}

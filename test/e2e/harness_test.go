@@ -5,15 +5,19 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,23 +42,130 @@ import (
 
 var logger = logr.Discard()
 
-// managerLog keeps everything CAPTF's managers log (debug level included),
-// for the checks that no secret value reaches a log.
+// managerLog keeps everything CAPTF's managers log, at every verbosity, for
+// the checks that no secret value reaches a log.
 var managerLog = &syncBuffer{}
 
 // captfLogger is the managers' logger: into managerLog, and to stderr too
 // with CAPTF_E2E_LOG set.
 var captfLogger logr.Logger
 
+// The scenarios share one environment (control plane, Cluster API, kubelet,
+// registry, images) and one manager watching every namespace but
+// restartNamespace, whose scenario runs managers of its own. Each scenario
+// works in a namespace of its own with a TerraformClusterIdentity of its
+// own; those that need the manager or its metrics to themselves do not run
+// in parallel.
+var shared struct {
+	once   sync.Once
+	err    error
+	dir    string
+	e      *env.Env
+	c      client.Client
+	images framework.Images
+	// writes counts the shared manager's API writes, passes its passes.
+	writes *framework.Writes
+	passes *framework.Passes
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// restartNamespace is left to TestManagerRestartMidBringUp's managers.
+const restartNamespace = "team-restart"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// The scenarios spend most of their time waiting for Jobs and Cluster
+	// API: run them all at once unless -parallel says otherwise.
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "16")
+	}
 	sink := io.Writer(managerLog)
 	if os.Getenv("CAPTF_E2E_LOG") != "" {
 		logger = zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
 		sink = io.MultiWriter(managerLog, os.Stderr)
 	}
-	captfLogger = zap.New(zap.UseDevMode(true), zap.WriteTo(sink))
+	// Every verbosity: the per-pass messages are where a leaked value
+	// would show.
+	captfLogger = zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-4)), zap.WriteTo(sink))
 	ctrl.SetLogger(logger)
-	os.Exit(m.Run())
+	code := m.Run()
+	if shared.e != nil {
+		shared.stop()
+		if err := <-shared.done; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(os.Stderr, "the shared manager: %v\n", err)
+		}
+		if err := shared.e.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "failed to stop the local environment: %v\n", err)
+			code = max(code, 1)
+		}
+	}
+	if shared.dir != "" {
+		if code != 0 || os.Getenv("CAPTF_E2E_KEEP") != "" {
+			fmt.Fprintf(os.Stderr, "local environment kept for inspection in %s (logs under controlplane/logs and kubelet/pods)\n", shared.dir)
+		} else {
+			_ = os.RemoveAll(shared.dir)
+		}
+	}
+	os.Exit(code)
+}
+
+// startShared brings up the environment, pushes the images and starts the
+// shared manager.
+func startShared() error {
+	r, err := tools.RepoRoot()
+	if err != nil {
+		return err
+	}
+	// CAPTF_E2E_KEEP=<dir> keeps the environment's folder (logs, pods);
+	// it is kept too when a scenario fails.
+	shared.dir = os.Getenv("CAPTF_E2E_KEEP")
+	if shared.dir == "" {
+		if shared.dir, err = os.MkdirTemp("", "captf-e2e-"); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(shared.dir, "build")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	runnerBin, err := framework.BuildRunner(r, tmp)
+	if err != nil {
+		return err
+	}
+	crds, err := framework.RenderedCRDs(r, tmp)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e, err := env.Start(ctx, env.Options{
+		CAPI: true, Kubelet: true, Registry: true, Logger: logger,
+		CRDPaths: []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to start the local environment: %w", err)
+	}
+	shared.e = e
+	if shared.images, err = framework.PushImages(ctx, r, e, runnerBin); err != nil {
+		return err
+	}
+	if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
+		return err
+	}
+	if shared.c, err = client.New(e.Config, client.Options{Scheme: scheme()}); err != nil {
+		return err
+	}
+	shared.writes, shared.passes = &framework.Writes{}, framework.NewPasses()
+	o := managerOptions(shared.images.Runner)
+	o.Logger = shared.passes.Logger(o.Logger)
+	o.ExcludeNamespaces = []string{restartNamespace}
+	mctx, stop := context.WithCancel(context.Background())
+	shared.stop, shared.done = stop, make(chan error, 1)
+	go func() { shared.done <- framework.RunCountedManager(mctx, e, o, shared.writes) }()
+	return nil
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -82,14 +193,19 @@ func managerOptions(runnerImage string) setup.Options {
 	return o
 }
 
-// world is one environment with CAPTF running in it.
+// world is a scenario's view of the shared environment: its namespace and
+// identity, and the shared manager's counters.
 type world struct {
 	t      *testing.T
 	e      *env.Env
 	c      client.Client
 	images framework.Images
-	// writes counts the environment's manager's API writes.
+	// ns is the scenario's namespace, identity the name of its
+	// TerraformClusterIdentity (and of the identity's Secret).
+	ns, identity string
+	// writes counts the shared manager's API writes, passes its passes.
 	writes *framework.Writes
+	passes *framework.Passes
 }
 
 func scheme() *runtime.Scheme {
@@ -114,56 +230,26 @@ func root(t testing.TB) string {
 	return r
 }
 
-// start brings up the environment, the images and a manager.
-func start(t *testing.T) *world {
+// start returns the scenario's world in namespace ns, bringing the shared
+// environment up first if no scenario did yet. The Quick Start's namespace
+// team-a uses the book's identity aws-prod; any other ns uses aws-<ns>.
+func start(t *testing.T, ns string) *world {
 	t.Helper()
-	r := root(t)
-	runnerBin, err := framework.BuildRunner(r, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	shared.once.Do(func() { shared.err = startShared() })
+	if shared.err != nil {
+		t.Fatalf("the shared environment did not start: %v", shared.err)
 	}
-	crds, err := framework.RenderedCRDs(r, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	identity := "aws-" + ns
+	if ns == "team-a" {
+		identity = "aws-prod"
 	}
-	w := &world{t: t, writes: &framework.Writes{}}
-	pushed := make(chan framework.Images, 1)
-	w.e = env.ForTest(t, env.Options{
-		CAPI: true, Kubelet: true, Registry: true, Logger: logger,
-		CRDPaths: []string{crds},
-		// CAPTF_E2E_KEEP=<dir> keeps the environment's folder (logs, pods).
-		Dir: os.Getenv("CAPTF_E2E_KEEP"), KeepDir: os.Getenv("CAPTF_E2E_KEEP") != "",
-		Manager: func(ctx context.Context, e *env.Env) error {
-			imgs, err := framework.PushImages(ctx, r, e, runnerBin)
-			if err != nil {
-				return err
-			}
-			if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
-				return err
-			}
-			pushed <- imgs
-			return framework.RunCountedManager(ctx, e, managerOptions(imgs.Runner), w.writes)
-		},
-	})
-	select {
-	case w.images = <-pushed:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the images were not pushed")
-	}
-	c, err := client.New(w.e.Config, client.Options{Scheme: scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.c = c
-	// The manager goroutine pushes the images first.
-	deadline := time.Now().Add(3 * time.Minute)
-	for w.images.Runner == "" && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	if w.images.Runner == "" {
-		t.Fatal("the images were not pushed")
-	}
-	return w
+	return &world{t: t, e: shared.e, c: shared.c, images: shared.images, ns: ns, identity: identity,
+		writes: shared.writes, passes: shared.passes}
+}
+
+// quickStart is the book's Quick Start in the scenario's namespace.
+func (w *world) quickStart() framework.QuickStart {
+	return framework.QuickStart{Root: root(w.t), Client: w.c, Images: w.images, Namespace: w.ns, Cluster: "my-cluster", Identity: w.identity}
 }
 
 func (w *world) create(ctx context.Context, objs ...client.Object) {
@@ -195,30 +281,30 @@ func ready(o interface{ GetConditions() []metav1.Condition }) (bool, string) {
 	return c.Status == metav1.ConditionTrue, fmt.Sprintf("Ready=%s/%s: %s", c.Status, c.Reason, c.Message)
 }
 
-// dump logs what the test's objects look like, for a failure.
+// dump logs what the scenario's objects look like, for a failure.
 func (w *world) dump(ctx context.Context) {
 	var tcs infrav1.TerraformClusterList
-	_ = w.c.List(ctx, &tcs)
+	_ = w.c.List(ctx, &tcs, client.InNamespace(w.ns))
 	for _, o := range tcs.Items {
 		w.t.Logf("TerraformCluster %s/%s: %s", o.Namespace, o.Name, conds(o.Status.Conditions))
 	}
 	var tms infrav1.TerraformMachineList
-	_ = w.c.List(ctx, &tms)
+	_ = w.c.List(ctx, &tms, client.InNamespace(w.ns))
 	for _, o := range tms.Items {
 		w.t.Logf("TerraformMachine %s/%s: %s", o.Namespace, o.Name, conds(o.Status.Conditions))
 	}
 	var tmps infrav1.TerraformMachinePoolList
-	_ = w.c.List(ctx, &tmps)
+	_ = w.c.List(ctx, &tmps, client.InNamespace(w.ns))
 	for _, o := range tmps.Items {
 		w.t.Logf("TerraformMachinePool %s/%s: %s", o.Namespace, o.Name, conds(o.Status.Conditions))
 	}
 	var jobs batchv1.JobList
-	_ = w.c.List(ctx, &jobs)
+	_ = w.c.List(ctx, &jobs, client.InNamespace(w.ns))
 	for _, j := range jobs.Items {
 		w.t.Logf("Job %s/%s: active=%d succeeded=%d failed=%d", j.Namespace, j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed)
 	}
 	var pods corev1.PodList
-	_ = w.c.List(ctx, &pods)
+	_ = w.c.List(ctx, &pods, client.InNamespace(w.ns))
 	for _, p := range pods.Items {
 		for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 			if cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
@@ -257,13 +343,13 @@ func logReactions(t *testing.T, tl *framework.Timeline) []framework.Reaction {
 	return rs
 }
 
-// identityFor creates the namespaces and the book's aws-prod identity
-// allowed in ns (templates/identity.yaml).
+// identityFor creates the namespaces and the scenario's identity allowed in
+// ns (templates/identity.yaml).
 func (w *world) identityFor(ctx context.Context, ns string) {
 	w.t.Helper()
 	w.namespace(ctx, "captf-system")
 	w.namespace(ctx, ns)
-	objs, err := framework.Template(root(w.t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": ns})
+	objs, err := framework.Template(root(w.t), "identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": w.identity, "NAMESPACE": ns})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -273,14 +359,14 @@ func (w *world) identityFor(ctx context.Context, ns string) {
 }
 
 // clusterObjects are a Cluster with no control-plane object and its
-// TerraformCluster on the no-op cluster image with the aws-prod identity;
+// TerraformCluster on the no-op cluster image with the scenario's identity;
 // tune adjusts the TerraformCluster's spec.
 func (w *world) clusterObjects(ns, name string, tune func(*infrav1.TerraformClusterSpec)) (*clusterv1.Cluster, *infrav1.TerraformCluster) {
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 		Spec: infrav1.TerraformClusterSpec{
 			WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Cluster}},
-			IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
+			IdentityRef:   &infrav1.IdentityReference{Name: w.identity},
 		},
 	}
 	if tune != nil {
@@ -301,8 +387,10 @@ func (w *world) clusterObjects(ns, name string, tune func(*infrav1.TerraformClus
 func (w *world) assertNoSecret(ctx context.Context, ns string, logFrom int, sentinels ...string) {
 	w.t.Helper()
 	places := map[string]string{"the managers' log": managerLog.String()[logFrom:]}
-	if places["the managers' log"] == "" {
-		w.t.Error("the managers logged nothing to look into")
+	// The log is shared with the other scenarios: it must hold what the
+	// managers logged about this one's objects.
+	if !strings.Contains(places["the managers' log"], `"`+ns+`"`) {
+		w.t.Errorf("the managers logged nothing about namespace %s to look into", ns)
 	}
 	add := func(what string, v any) {
 		b, err := json.Marshal(v)
@@ -402,4 +490,60 @@ func gunzipJSON(b []byte, v any) error {
 		return err
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// touch patches an annotation no input renders onto o, so that it is
+// reconciled again.
+func (w *world) touch(ctx context.Context, o client.Object) {
+	w.t.Helper()
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+		w.t.Fatal(err)
+	}
+	p := client.MergeFrom(o.DeepCopyObject().(client.Object))
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["example.com/touched"] = time.Now().Format(time.RFC3339Nano)
+	o.SetAnnotations(ann)
+	if err := w.c.Patch(ctx, o, p); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// settle is the counted wait that replaces "nothing happens for a while":
+// n times, it touches every object of touch and waits until the shared
+// manager finished one more pass over each of watch. It returns the writes
+// the shared manager made into the namespace meanwhile, and how many of the
+// passes decided no operation.
+func (w *world) settle(ctx context.Context, n int, touch []client.Object, watch []framework.Object) (writes []string, none int) {
+	w.t.Helper()
+	before := len(w.writes.In(w.ns))
+	done, decidedNone := map[framework.Object]int{}, 0
+	for _, o := range watch {
+		done[o] = w.passes.Done(o)
+		decidedNone += w.passes.Decided(o, "none")
+	}
+	for round := 1; round <= n; round++ {
+		for _, o := range touch {
+			w.touch(ctx, o)
+		}
+		w.eventually(ctx, 3*time.Minute, fmt.Sprintf("pass %d of %d over each object", round, n), func() (bool, string) {
+			for _, o := range watch {
+				if got := w.passes.Done(o) - done[o]; got < round {
+					return false, fmt.Sprintf("%d passes over %s %s", got, o.Kind, o.Name)
+				}
+			}
+			return true, ""
+		})
+	}
+	for _, o := range watch {
+		none += w.passes.Decided(o, "none")
+	}
+	return w.writes.In(w.ns)[before:], none - decidedNone
+}
+
+// obj names a Terraform* object of the scenario's namespace for Passes.
+func (w *world) obj(kind, name string) framework.Object {
+	return framework.Object{Kind: kind, Namespace: w.ns, Name: name}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,22 +25,28 @@ import (
 
 // TestMachinePoolAndDeletion brings up the Quick Start cluster, adds a
 // TerraformMachinePool with 3 fixed replicas (book: Machine Pools), checks
-// it reaches Ready with 3 provider IDs and re-applies when replicas change,
-// then deletes the Cluster (book: Quick Start, "Clean up") and checks that
-// machines and pools are destroyed before the cluster and that every state
-// Secret, lock Lease, durable inputs Secret, run lease and credential mirror
-// is gone with every finalizer.
+// it reaches Ready with 3 provider IDs and re-applies when replicas change.
+// Then it deletes the TerraformCluster on its own, before the Cluster, so
+// that Cluster API's deletion order cannot be what protects it: CAPTF's own
+// guard (The Reconcile Lifecycle, deletion) reports DeletionBlocked True/
+// DependentsExist and runs no destroy while the cluster's TerraformMachines
+// and TerraformMachinePools exist. Deleting the Cluster (book: Quick Start,
+// "Clean up") removes them; the test checks that machines and pools are
+// destroyed before the cluster and that every state Secret, lock Lease,
+// durable inputs Secret, run lease and credential mirror is gone with every
+// finalizer.
 func TestMachinePoolAndDeletion(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	const ns = "team-pool"
+	w := start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	const ns = "team-a"
 	w.namespace(ctx, ns)
 	timeline, err := framework.StartTimeline(ctx, w.e.Config, scheme(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := framework.QuickStart{Root: root(t), Client: w.c, Images: w.images, Namespace: ns, Cluster: "my-cluster"}
+	q := w.quickStart()
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +68,7 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 			Labels: map[string]string{clusterv1.ClusterNameLabel: "my-cluster"}},
 		Spec: infrav1.TerraformMachinePoolSpec{
 			WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.MachinePool}},
-			IdentityRef:   &infrav1.IdentityReference{Name: "aws-prod"},
+			IdentityRef:   &infrav1.IdentityReference{Name: w.identity},
 		},
 	})
 	w.create(ctx, &clusterv1.MachinePool{
@@ -140,6 +147,49 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 		}
 		return c.Reason == infrav1.WaitingForBootstrapDataReason, c.Reason + ": " + c.Message
 	})
+
+	// Delete the TerraformCluster while its machine and pool exist and
+	// its Cluster stands: CAPTF's guard alone keeps its destroy back.
+	clusterDestroys := func() []string {
+		var jobs batchv1.JobList
+		if err := w.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
+			infrav1.OwnerKindLabel: "TerraformCluster", infrav1.OpLabel: string(infrav1.OperationDestroy)}); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, j := range jobs.Items {
+			names = append(names, j.Name)
+		}
+		return names
+	}
+	tcKey := client.ObjectKey{Namespace: ns, Name: "my-cluster"}
+	if err := w.c.Delete(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: tcKey.Name, Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(ctx, 3*time.Minute, "the TerraformCluster's deletion to be blocked by its dependents", func() (bool, string) {
+		if jobs := clusterDestroys(); len(jobs) > 0 {
+			t.Fatalf("the TerraformCluster ran destroy Job %v while its TerraformMachines and TerraformMachinePool exist", jobs)
+		}
+		tc := &infrav1.TerraformCluster{}
+		if err := w.c.Get(ctx, tcKey, tc); err != nil {
+			return false, err.Error()
+		}
+		c := conditionOf(tc, infrav1.DeletionBlockedCondition)
+		return c.Status == metav1.ConditionTrue && c.Reason == infrav1.DependentsExistReason, fmt.Sprintf("DeletionBlocked %s/%s", c.Status, c.Reason)
+	})
+	// However often it is reconciled meanwhile, it stays blocked.
+	w.settle(ctx, 2, []client.Object{&infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: tcKey.Name, Namespace: ns}}},
+		[]framework.Object{w.obj("TerraformCluster", tcKey.Name)})
+	if jobs := clusterDestroys(); len(jobs) > 0 {
+		t.Fatalf("the TerraformCluster ran destroy Job %v while its TerraformMachines and TerraformMachinePool exist", jobs)
+	}
+	blocked := &infrav1.TerraformCluster{}
+	if err := w.c.Get(ctx, tcKey, blocked); err != nil {
+		t.Fatal(err)
+	}
+	if c := conditionOf(blocked, infrav1.DeletionBlockedCondition); c.Status != metav1.ConditionTrue || c.Reason != infrav1.DependentsExistReason {
+		t.Fatalf("DeletionBlocked went %s/%s while the dependents exist", c.Status, c.Reason)
+	}
 
 	// Clean up: delete the Cluster and wait for everything to go.
 	if err := w.c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "my-cluster", Namespace: ns}}); err != nil {

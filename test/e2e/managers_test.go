@@ -2,25 +2,39 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
+// jobLag is how far behind the API server the second manager's Job cache
+// runs.
+const jobLag = 8 * time.Second
+
 // TestTwoManagersNeverRunTwoJobsOfOneObject runs a second manager, without
-// leader election, beside the environment's: the run leases keep them from
-// ever running two Jobs of one object at once (book: The Reconcile
-// Lifecycle, "Run leases and the cluster operation gate"), and the Quick
-// Start still converges.
+// leader election, beside the shared one on the scenario's namespace, its
+// Job cache lagging jobLag behind (a stale Job cache: book, The Reconcile
+// Lifecycle, "Run leases and the cluster operation gate"; Contract -
+// Changelog, run leases). The Quick Start converges. Then the
+// TerraformCluster's inputs change twice in a row: the first change starts
+// an apply Job; the second comes while it runs, and the second manager, whose
+// cache does not show that Job yet, decides an apply of the newer inputs at
+// once. Only the run lease keeps it from creating that Job beside the
+// running one: it waits (a WaitingForRunLease event), and no object ever has
+// two unfinished Jobs.
 func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	const ns = "team-two"
+	w := start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	second, stopSecond := context.WithCancel(ctx)
@@ -28,23 +42,27 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := framework.RunManager(second, w.e, managerOptions(w.images.Runner)); err != nil && second.Err() == nil {
+		o := managerOptions(w.images.Runner)
+		o.Namespace = ns
+		err := framework.RunObservedManager(second, w.e, o, framework.Observe{Wrap: framework.LaggingWatch("jobs", jobLag)})
+		if err != nil && second.Err() == nil {
 			t.Errorf("second manager: %v", err)
 		}
 	}()
 	defer func() { stopSecond(); wg.Wait() }()
 
-	// Sample the Jobs while the cluster comes up: no object may ever have
-	// two unfinished Jobs.
+	// Sample the Jobs all along: no object may ever have two unfinished
+	// Jobs.
 	var mu sync.Mutex
 	var overlaps []string
 	sampling, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for sampling.Err() == nil {
 			var jobs batchv1.JobList
-			if err := w.c.List(sampling, &jobs, client.InNamespace("team-a")); err == nil {
+			if err := w.c.List(sampling, &jobs, client.InNamespace(ns)); err == nil {
 				active := map[string][]string{}
 				for _, j := range jobs.Items {
 					if j.Status.CompletionTime == nil && j.Status.Failed == 0 && j.DeletionTimestamp.IsZero() {
@@ -63,21 +81,96 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
+	noOverlap := func() {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(overlaps) > 0 {
+			t.Fatalf("two Jobs of one object ran at once: %v", overlaps)
+		}
+	}
 
-	q := framework.QuickStart{Root: root(t), Client: w.c, Images: w.images, Namespace: "team-a", Cluster: "my-cluster"}
+	q := w.quickStart()
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rows, ok := q.Watch(ctx, testWriter{t}, 10*time.Minute)
-	stopSampling()
 	if !ok {
 		w.dump(ctx)
 		_, why := framework.Done(rows)
 		t.Fatalf("the Quick Start did not finish with two managers: %s", why)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(overlaps) > 0 {
-		t.Fatalf("two Jobs of one object ran at once: %v", overlaps)
+	noOverlap()
+
+	// Two input changes in a row.
+	key := client.ObjectKey{Namespace: ns, Name: "my-cluster"}
+	tc := &infrav1.TerraformCluster{}
+	setRound := func(round string) {
+		t.Helper()
+		if err := w.c.Get(ctx, key, tc); err != nil {
+			t.Fatal(err)
+		}
+		before := tc.DeepCopy()
+		if tc.Spec.Variables == nil {
+			tc.Spec.Variables = map[string]apiextensionsv1.JSON{}
+		}
+		tc.Spec.Variables["extra_tags"] = apiextensionsv1.JSON{Raw: []byte(`{"round":"` + round + `"}`)}
+		if err := w.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applies := func() []batchv1.Job {
+		var jobs batchv1.JobList
+		if err := w.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
+			infrav1.OwnerKindLabel: "TerraformCluster", infrav1.OpLabel: string(infrav1.OperationApply)}); err != nil {
+			t.Fatal(err)
+		}
+		return sortedJobs(jobs.Items)
+	}
+	// The race needs the second manager to decide while the first Job
+	// still runs; on a busy machine it may come late, so the pair of
+	// changes is tried up to three times.
+	raced := false
+	for attempt := 1; attempt <= 3 && !raced; attempt++ {
+		appliesBefore := len(applies())
+		waitsBefore := w.eventCounts(ctx, ns, "TerraformCluster")[infrav1.WaitingForRunLeaseEvent]
+		setRound(strconv.Itoa(2*attempt - 1))
+		var first batchv1.Job
+		w.eventually(ctx, 2*time.Minute, "the first change's apply Job", func() (bool, string) {
+			js := applies()
+			if len(js) == appliesBefore {
+				return false, "no new apply Job"
+			}
+			first = js[len(js)-1]
+			return true, ""
+		})
+		if first.Status.CompletionTime != nil || first.Status.Failed > 0 {
+			t.Fatalf("apply Job %s finished before the second change was made", first.Name)
+		}
+		setRound(strconv.Itoa(2 * attempt))
+		w.eventually(ctx, 5*time.Minute, "both changes to be applied, one after the other", func() (bool, string) {
+			if err := w.c.Get(ctx, key, tc); err != nil {
+				return false, err.Error()
+			}
+			js := applies()
+			ok, why := ready(tc)
+			last := js[len(js)-1]
+			return ok && tc.Status.ActiveJob == nil && len(js) >= appliesBefore+2 && last.Status.Succeeded > 0 && last.Name != first.Name,
+				why + "; newest apply " + last.Name
+		})
+		noOverlap()
+		if n := len(applies()) - appliesBefore; n != 2 {
+			t.Errorf("the two changes ran %d apply Jobs, want 2", n)
+		}
+		// The second manager did race when it asked for the run lease
+		// while the first change's Job held it.
+		waits := w.eventCounts(ctx, ns, "TerraformCluster")[infrav1.WaitingForRunLeaseEvent] - waitsBefore
+		t.Logf("attempt %d: %d %s events on the TerraformCluster after the changes", attempt, waits, infrav1.WaitingForRunLeaseEvent)
+		raced = waits > 0
+	}
+	stopSampling()
+	noOverlap()
+	if !raced {
+		t.Errorf("no %s event in three attempts: the second change's apply never waited for the run lease, so the race did not happen", infrav1.WaitingForRunLeaseEvent)
 	}
 }

@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
@@ -17,11 +22,12 @@ import (
 // The TerraformCluster and the control-plane TerraformMachine reach
 // Ready=True and the Cluster and Machine reach phase Provisioned.
 func TestQuickStart(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	w := start(t, "team-a")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	q := framework.QuickStart{Root: root(t), Client: w.c, Images: w.images, Namespace: "team-a", Cluster: "my-cluster"}
+	q := w.quickStart()
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -36,13 +42,32 @@ func TestQuickStart(t *testing.T) {
 	}
 
 	// Once converged, reconciles decide nothing and so write nothing:
-	// Cluster API's own status updates still wake them for a while.
-	before := w.writes.Count()
-	time.Sleep(30 * time.Second)
-	if n := w.writes.Count() - before; n != 0 {
-		t.Errorf("the manager made %d API writes in 30 s after convergence, want 0", n)
+	// touch the objects twice, so that each TerraformCluster and
+	// TerraformMachine is reconciled at least twice more (Cluster API's own
+	// status updates wake them too).
+	touch := []client.Object{&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "my-cluster"}}}
+	var watch []framework.Object
+	var tcs infrav1.TerraformClusterList
+	var tms infrav1.TerraformMachineList
+	if err := errors.Join(w.c.List(ctx, &tcs, client.InNamespace(w.ns)), w.c.List(ctx, &tms, client.InNamespace(w.ns))); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tcs.Items {
+		touch = append(touch, &tcs.Items[i])
+		watch = append(watch, w.obj("TerraformCluster", tcs.Items[i].Name))
+	}
+	for i := range tms.Items {
+		touch = append(touch, &tms.Items[i])
+		watch = append(watch, w.obj("TerraformMachine", tms.Items[i].Name))
+	}
+	writes, none := w.settle(ctx, 2, touch, watch)
+	if len(writes) != 0 {
+		t.Errorf("the manager made %d API writes in %s after convergence, over %d reconciles that decided nothing; want 0: %v", len(writes), w.ns, none, writes)
 	} else {
-		t.Logf("API writes in the 30 s after convergence: 0 (%d in the whole bring-up)", before)
+		t.Logf("API writes in %s by %d converged reconciles of %d objects: 0", w.ns, none, len(watch))
+	}
+	if none < len(watch) {
+		t.Errorf("%d reconciles decided nothing after the objects were touched, want at least one per object", none)
 	}
 
 	// The manager in this process counted the Jobs and reports Ready.
@@ -63,7 +88,7 @@ func TestQuickStart(t *testing.T) {
 					succeeded += m.GetCounter().GetValue()
 				}
 			case "captf_ready":
-				if labels["kind"] == "TerraformCluster" && labels["name"] == "my-cluster" {
+				if labels["kind"] == "TerraformCluster" && labels["namespace"] == w.ns && labels["name"] == "my-cluster" {
 					ready = m.GetGauge().GetValue()
 				}
 			}

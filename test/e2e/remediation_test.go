@@ -30,10 +30,11 @@ import (
 //   - Healthy again: CAPTF removes both (RemediationWithdrawn).
 //   - Terminated: the threshold is skipped; the first sample requests it.
 func TestMachineRemediation(t *testing.T) {
-	w := start(t)
+	t.Parallel()
+	const ns, name, machine, healthSuffix = "team-heal", "heal", "heal-worker-0", "heal-health"
+	w := start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	const ns, name, machine, healthSuffix = "team-heal", "heal", "heal-worker-0", "heal-health"
 	w.identityFor(ctx, ns)
 	cluster, tc := w.clusterObjects(ns, name, nil)
 	w.create(ctx, cluster, tc,

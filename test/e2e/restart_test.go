@@ -12,45 +12,29 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
-	"github.com/captf-io/cluster-api-provider-terraform/test/env"
 )
 
 // TestManagerRestartMidBringUp stops the manager as soon as the cluster's
 // first Job exists and starts a new one: the bring-up converges and no Job
 // is created twice (deterministic Job names, the run lease, and bookkeeping
-// that survives a lost pass).
+// that survives a lost pass). Its namespace is left out of the shared
+// manager: the scenario's own managers, scoped to it, are the only ones.
 func TestManagerRestartMidBringUp(t *testing.T) {
-	r := root(t)
-	runnerBin, err := framework.BuildRunner(r, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := framework.RenderedCRDs(r, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := env.ForTest(t, env.Options{CAPI: true, Kubelet: true, Registry: true, Logger: logger, CRDPaths: []string{crds}})
+	t.Parallel()
+	w := start(t, restartNamespace)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	imgs, err := framework.PushImages(ctx, r, e, runnerBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(e.Config, client.Options{Scheme: scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{t: t, e: e, c: c, images: imgs}
+	e, c, imgs := w.e, w.c, w.images
+	passesBefore := w.passes.InNamespace(w.ns)
 
 	var wg sync.WaitGroup
 	run := func(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := framework.RunManager(ctx, e, managerOptions(imgs.Runner)); err != nil && ctx.Err() == nil {
+			o := managerOptions(imgs.Runner)
+			o.Namespace = w.ns
+			if err := framework.RunManager(ctx, e, o); err != nil && ctx.Err() == nil {
 				t.Errorf("manager: %v", err)
 			}
 		}()
@@ -58,13 +42,13 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 	first, stopFirst := context.WithCancel(ctx)
 	run(first)
 
-	q := framework.QuickStart{Root: r, Client: c, Images: imgs, Namespace: "team-a", Cluster: "my-cluster"}
+	q := w.quickStart()
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
 	w.eventually(ctx, 5*time.Minute, "the cluster's first Job", func() (bool, string) {
 		var jobs batchv1.JobList
-		_ = c.List(ctx, &jobs, client.InNamespace("team-a"))
+		_ = c.List(ctx, &jobs, client.InNamespace(w.ns))
 		return len(jobs.Items) > 0, "no Job yet"
 	})
 	stopFirst()
@@ -82,7 +66,7 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 	// Every Job was created once: one JobCreated event per Job name, and
 	// one apply per object (the no-op modules succeed the first time).
 	var evs eventsv1.EventList
-	if err := c.List(ctx, &evs, client.InNamespace("team-a")); err != nil {
+	if err := c.List(ctx, &evs, client.InNamespace(w.ns)); err != nil {
 		t.Fatal(err)
 	}
 	created := map[string]int{}
@@ -92,7 +76,7 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 		}
 	}
 	var jobs batchv1.JobList
-	if err := c.List(ctx, &jobs, client.InNamespace("team-a")); err != nil {
+	if err := c.List(ctx, &jobs, client.InNamespace(w.ns)); err != nil {
 		t.Fatal(err)
 	}
 	perOwner := map[string]int{}
@@ -111,5 +95,8 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 	}
 	if len(perOwner) != 2 {
 		t.Errorf("Jobs by owner and operation: %v, want one apply each for the cluster and the machine", perOwner)
+	}
+	if n := w.passes.InNamespace(w.ns) - passesBefore; n != 0 {
+		t.Errorf("the shared manager reconciled %d times in %s, which it leaves to the scenario's managers", n, w.ns)
 	}
 }

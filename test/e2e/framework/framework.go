@@ -16,8 +16,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -202,33 +202,46 @@ func RunManager(ctx context.Context, e *env.Env, o setup.Options) error {
 }
 
 // Writes counts the API write requests (every verb but get, list and
-// watch) a manager makes, and keeps the method and path of the latest.
+// watch) a manager makes, and keeps the method and path of each.
 type Writes struct {
-	n      atomic.Int64
-	mu     sync.Mutex
-	recent []string
+	mu  sync.Mutex
+	all []string
 }
 
 // Count returns the writes so far.
-func (w *Writes) Count() int64 { return w.n.Load() }
+func (w *Writes) Count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int64(len(w.all))
+}
 
 // Since returns the method and path of the writes after the first n (at
 // most the latest 100).
 func (w *Writes) Since(n int64) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k := min(max(w.n.Load()-n, 0), int64(len(w.recent)))
-	return append([]string(nil), w.recent[int64(len(w.recent))-k:]...)
+	from := max(min(int(n), len(w.all)), len(w.all)-100)
+	return append([]string(nil), w.all[from:]...)
+}
+
+// In returns the method and path of every write so far to an object in
+// namespace ns (events included).
+func (w *Writes) In(ns string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, r := range w.all {
+		if strings.Contains(r, "/namespaces/"+ns+"/") {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (w *Writes) add(r *http.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.n.Add(1)
-	w.recent = append(w.recent, r.Method+" "+r.URL.Path)
-	if len(w.recent) > 100 {
-		w.recent = w.recent[len(w.recent)-100:]
-	}
+	w.all = append(w.all, r.Method+" "+r.URL.Path)
 }
 
 type countingTransport struct {
@@ -246,8 +259,26 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // RunCountedManager runs the manager like RunManager and counts its API
 // writes in w (nil counts nothing).
 func RunCountedManager(ctx context.Context, e *env.Env, o setup.Options, w *Writes) error {
+	return RunObservedManager(ctx, e, o, Observe{Writes: w})
+}
+
+// Observe is what a scenario does to the API connection of a manager it
+// runs.
+type Observe struct {
+	// Writes, when set, counts the manager's API writes.
+	Writes *Writes
+	// Wrap, when set, wraps the manager's transport (see LaggingWatch).
+	Wrap func(http.RoundTripper) http.RoundTripper
+}
+
+// RunObservedManager runs the manager like RunManager, its API connection
+// observed as obs says.
+func RunObservedManager(ctx context.Context, e *env.Env, o setup.Options, obs Observe) error {
 	cfg := rest.CopyConfig(e.Config)
-	if w != nil {
+	if obs.Wrap != nil {
+		cfg.Wrap(obs.Wrap)
+	}
+	if w := obs.Writes; w != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, writes: w} })
 	}
 	mgr, err := setup.New(ctx, cfg, o)

@@ -28,6 +28,16 @@ type QuickStart struct {
 	Images    Images
 	Namespace string
 	Cluster   string
+	// Identity names the TerraformClusterIdentity and its Secret (default
+	// aws-prod, as in the book).
+	Identity string
+}
+
+func (q QuickStart) identity() string {
+	if q.Identity == "" {
+		return "aws-prod"
+	}
+	return q.Identity
 }
 
 // Apply creates the namespaces, the identity and the cluster.
@@ -38,7 +48,7 @@ func (q QuickStart) Apply(ctx context.Context) error {
 		}
 	}
 	identity, err := Template(q.Root, "identity.yaml", map[string]string{
-		"TERRAFORM_IDENTITY_NAME": "aws-prod", "NAMESPACE": q.Namespace,
+		"TERRAFORM_IDENTITY_NAME": q.identity(), "NAMESPACE": q.Namespace,
 	})
 	if err != nil {
 		return err
@@ -47,7 +57,7 @@ func (q QuickStart) Apply(ctx context.Context) error {
 		"CLUSTER_NAME": q.Cluster, "NAMESPACE": q.Namespace, "KUBERNETES_VERSION": "v1.36.3",
 		"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "0",
 		"TERRAFORM_CLUSTER_IMAGE": q.Images.Cluster, "TERRAFORM_MACHINE_IMAGE": q.Images.Machine,
-		"TERRAFORM_IDENTITY_NAME": "aws-prod",
+		"TERRAFORM_IDENTITY_NAME": q.identity(),
 	})
 	if err != nil {
 		return err
