@@ -119,26 +119,36 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// seen are the apply Jobs ever listed: history pruning deletes old
+	// ones, so the count of Jobs listed at once would stop growing.
+	seen := map[string]bool{}
 	applies := func() []batchv1.Job {
 		var jobs batchv1.JobList
 		if err := w.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
 			infrav1.OwnerKindLabel: "TerraformCluster", infrav1.OpLabel: string(infrav1.OperationApply)}); err != nil {
 			t.Fatal(err)
 		}
+		for _, j := range jobs.Items {
+			seen[j.Name] = true
+		}
 		return sortedJobs(jobs.Items)
 	}
-	// The race needs the second manager to decide while the first Job
-	// still runs; on a busy machine it may come late, so the pair of
-	// changes is tried up to three times.
-	raced := false
-	for attempt := 1; attempt <= 3 && !raced; attempt++ {
-		appliesBefore := len(applies())
+	// The lagging manager decides while the first Job runs. Two guards
+	// keep it from starting a second Job: status.activeJob names a Job its
+	// cache lacks (it waits for the cache, JobCacheStale), and the run
+	// lease. test/lifecycle proves the run lease on its own
+	// (run_lease_keeps_a_second_Job_from_starting); here the safety
+	// property is checked: never two unfinished Jobs, one apply a change.
+	{
+		const attempt = 1
+		applies()
+		appliesBefore := len(seen)
 		waitsBefore := w.eventCounts(ctx, ns, "TerraformCluster")[infrav1.WaitingForRunLeaseEvent]
 		setRound(strconv.Itoa(2*attempt - 1))
 		var first batchv1.Job
 		w.eventually(ctx, 2*time.Minute, "the first change's apply Job", func() (bool, string) {
 			js := applies()
-			if len(js) == appliesBefore {
+			if len(seen) == appliesBefore {
 				return false, "no new apply Job"
 			}
 			first = js[len(js)-1]
@@ -155,22 +165,19 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 			js := applies()
 			ok, why := ready(tc)
 			last := js[len(js)-1]
-			return ok && tc.Status.ActiveJob == nil && len(js) >= appliesBefore+2 && last.Status.Succeeded > 0 && last.Name != first.Name,
+			return ok && tc.Status.ActiveJob == nil && len(seen) >= appliesBefore+2 && last.Status.Succeeded > 0 && last.Name != first.Name,
 				why + "; newest apply " + last.Name
 		})
 		noOverlap()
-		if n := len(applies()) - appliesBefore; n != 2 {
+		applies()
+		if n := len(seen) - appliesBefore; n != 2 {
 			t.Errorf("the two changes ran %d apply Jobs, want 2", n)
 		}
 		// The second manager did race when it asked for the run lease
 		// while the first change's Job held it.
 		waits := w.eventCounts(ctx, ns, "TerraformCluster")[infrav1.WaitingForRunLeaseEvent] - waitsBefore
-		t.Logf("attempt %d: %d %s events on the TerraformCluster after the changes", attempt, waits, infrav1.WaitingForRunLeaseEvent)
-		raced = waits > 0
+		t.Logf("%d %s events on the TerraformCluster after the changes", waits, infrav1.WaitingForRunLeaseEvent)
 	}
 	stopSampling()
 	noOverlap()
-	if !raced {
-		t.Errorf("no %s event in three attempts: the second change's apply never waited for the run lease, so the race did not happen", infrav1.WaitingForRunLeaseEvent)
-	}
 }

@@ -5,17 +5,20 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
 // provisioned brings a Cluster's TerraformCluster up: applied, its state
@@ -467,6 +470,44 @@ func TestLifecycle(t *testing.T) {
 		e.mustPass(w.TC)
 		e.mustPass(mw.TM)
 		e.wantJob(mw.TM, infrav1.OperationApply)
+	})
+
+	// Run leases: a second manager (or a pass racing after a crash) that
+	// sees neither the running Job nor status.activeJob naming it still
+	// starts no second Job of the object: the run lease is held.
+	t.Run("run_lease_keeps_a_second_Job_from_starting", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		first := e.wantJob(w.TC, infrav1.OperationApply)
+		// What a manager whose caches lag sees: no Job carrying the
+		// object's labels, no active Job in status, and newer inputs.
+		hidden := first.DeepCopy()
+		for k := range jobs.OwnerLabels(state.OwnerOf(w.TC, "TerraformCluster", w.Cluster.Name)) {
+			delete(hidden.Labels, k)
+		}
+		if err := k8s.Update(e.ctx, hidden); err != nil {
+			t.Fatal(err)
+		}
+		e.updateStatus(w.TC, func() { status(w.TC).ActiveJob = nil })
+		e.update(w.TC, func() { w.TC.Spec.Variables = map[string]apiextensionsv1.JSON{"size": jsonString("small")} })
+		m := e.mark(w.TC)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+		var all batchv1.JobList
+		if err := k8s.List(e.ctx, &all, client.InNamespace(w.TC.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range all.Items {
+			if j.Name != first.Name && j.Status.CompletionTime == nil && j.Status.Failed == 0 {
+				t.Fatalf("Job %s started while Job %s holds the run lease", j.Name, first.Name)
+			}
+		}
+		e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionUnknown, infrav1.WaitingForRunLeaseReason)
+		e.wantEvent(w.TC, m, corev1.EventTypeNormal, infrav1.WaitingForRunLeaseEvent)
 	})
 
 	t.Run("condition_change_emits_ConditionChanged", func(t *testing.T) {
