@@ -102,30 +102,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	if c := p.Condition(infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
 		obs.DriftFound = true
 	}
-	switch t := o.(type) {
-	case *infrav1.TerraformCluster:
-		obs.ApplyPolicy = t.Spec.ApplyPolicy
-		if t.Status.Plan != nil {
-			obs.Plan = &decide.PlanPreview{InputsHash: t.Status.Plan.InputsHash, PlanHash: t.Status.Plan.PlanHash,
-				NoChanges: t.Status.Plan.Add == 0 && t.Status.Plan.Change == 0 && t.Status.Plan.Destroy == 0}
-		}
-	case *infrav1.TerraformMachine:
-		if r := t.Spec.Remediation; r != nil {
-			obs.Remediation.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
-			if r.HealthCheckIntervalSeconds != nil {
-				obs.Remediation.HealthCheckIntervalSeconds = *r.HealthCheckIntervalSeconds
-			}
-		}
-	case *infrav1.TerraformMachinePool:
-		if t.Spec.MembershipRefreshIntervalSeconds != nil {
-			obs.MembershipRefreshIntervalSeconds = *t.Spec.MembershipRefreshIntervalSeconds
-		}
-		replicas := int32(0)
-		if t.Status.Replicas != nil {
-			replicas = *t.Status.Replicas
-		}
-		obs.MembershipConverging = t.Status.Replicas != nil && int32(len(t.Spec.ProviderIDList)) != replicas
-	}
+	f.Adapter.Observe(p, &obs)
 	if h := p.health; h != "" {
 		obs.Health = h
 	}
@@ -140,23 +117,10 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 }
 
 // driftSettings are the object's drift settings: its own interval and
-// action, its cluster's defaults and the manager's default.
+// action (the kind's), its cluster's defaults and the manager's default.
 func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
-	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, Action: p.driftAction()}
-	switch t := p.Obj.(type) {
-	case *infrav1.TerraformCluster:
-		if t.Spec.Drift != nil {
-			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
-	case *infrav1.TerraformMachine:
-		if t.Spec.Drift != nil {
-			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
-	case *infrav1.TerraformMachinePool:
-		if t.Spec.Drift != nil {
-			d.IntervalSeconds = t.Spec.Drift.IntervalSeconds
-		}
-	}
+	interval, action := f.Adapter.Drift(p.Obj)
+	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, IntervalSeconds: interval, Action: action}
 	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
 		if dd := p.TerraformCluster.Spec.Defaults; dd != nil && dd.Drift != nil {
 			d.DefaultsIntervalSeconds = dd.Drift.IntervalSeconds

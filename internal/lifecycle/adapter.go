@@ -60,6 +60,15 @@ type Adapter interface {
 	// ReadyConditions are the conditions Ready summarises, before and after
 	// provisioned latches.
 	ReadyConditions(provisioned bool) []string
+
+	// Drift is the object's own drift interval and action (nil and ""
+	// when it sets none).
+	Drift(obj Object) (intervalSeconds *int32, action decide.DriftAction)
+
+	// Observe adds to the decision's observation what only the kind
+	// knows: a cluster's apply policy and plan, a machine's remediation, a
+	// pool's membership.
+	Observe(p *Pass, obs *decide.Observation)
 }
 
 // Wait is a reason (and message) the object waits on.
@@ -182,6 +191,8 @@ type Pass struct {
 	// jobCacheStale: status.activeJob names a Job the cache does not have
 	// yet but the API server does.
 	jobCacheStale bool
+	// flow is the flow running the pass.
+	flow *Flow
 	// dropFinalizer: deletion is complete; the finalizer goes after the
 	// status patch.
 	dropFinalizer bool
@@ -194,21 +205,6 @@ func (p *Pass) deleting() bool { return !p.Obj.GetDeletionTimestamp().IsZero() }
 // outputs are a health sample of ("" when none), and when an apply
 // bookkept this pass finished.
 func (p *Pass) Sample() (decide.Operation, time.Time) { return p.sampleOp, p.appliedAt }
-
-// driftAction is the object's own spec.drift.action.
-func (p *Pass) driftAction() decide.DriftAction {
-	switch o := p.Obj.(type) {
-	case *infrav1.TerraformCluster:
-		if o.Spec.Drift != nil {
-			return o.Spec.Drift.Action
-		}
-	case *infrav1.TerraformMachinePool:
-		if o.Spec.Drift != nil {
-			return o.Spec.Drift.Action
-		}
-	}
-	return ""
-}
 
 // Requeue asks for the pass to run again after d (the soonest request
 // wins).

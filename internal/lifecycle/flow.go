@@ -94,7 +94,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 
-	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion()}
+	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion(), flow: f}
 	snapshotConditions(p)
 	// The patch helper takes its snapshot before anything touches the
 	// object, so whatever the pass records is written by its one patch.

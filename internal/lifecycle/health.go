@@ -24,8 +24,8 @@ func (p *Pass) RawOutputs() contract.RawOutputs {
 	return raw
 }
 
-// SetOutputsValid sets OutputsValid from a decode verdict.
-func (f *Flow) SetOutputsValid(p *Pass, v contract.Verdict) {
+// setOutputsValid sets OutputsValid from a decode verdict.
+func (f *Flow) setOutputsValid(p *Pass, v contract.Verdict) {
 	prev := p.Condition(infrav1.OutputsValidCondition)
 	p.record(fromReading, infrav1.OutputsValidCondition, metav1Status(v.Status), v.Reason, v.Message)
 	if v.Status == contract.StatusFalse && (prev == nil || prev.Status != metav1ConditionFalse) {
@@ -55,11 +55,11 @@ type Reading struct {
 	ProviderIDMissing bool
 }
 
-// ObserveHealth records a health reading: the provisioned latch,
+// observeHealth records a health reading: the provisioned latch,
 // InfrastructureHealthy, the sample counters and, for an apply whose own
 // reading is definite, status.lastRefresh. It returns the new
 // InfrastructureHealthy reason.
-func (f *Flow) ObserveHealth(p *Pass, r Reading) string {
+func (f *Flow) observeHealth(p *Pass, r Reading) string {
 	state := decide.HealthNone
 	if r.Health != nil {
 		state = decide.HealthState(r.Health.State)

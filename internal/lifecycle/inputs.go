@@ -35,9 +35,9 @@ func (p *Pass) Common() inputs.Common {
 	}
 }
 
-// Variables reads the object's variablesFrom sources live (only labeled
+// variables reads the object's variablesFrom sources live (only labeled
 // ones count) and merges them with its inline variables.
-func (f *Flow) Variables(ctx context.Context, p *Pass, role contract.Role) (inputs.Variables, *InputsOutcome, error) {
+func (f *Flow) variables(ctx context.Context, p *Pass, role contract.Role) (inputs.Variables, *InputsOutcome, error) {
 	ws := p.Obj.GetWorkspace()
 	var sources []inputs.Source
 	for _, vs := range ws.VariablesFrom {
@@ -110,10 +110,10 @@ func Render(image string, in inputs.RoleInputs, vars inputs.Variables) (InputsOu
 	return InputsOutcome{Status: decide.InputsBuilt, Rendered: r, Image: image}, nil
 }
 
-// ClusterExports reads the TerraformCluster's exports output from its
+// clusterExports reads the TerraformCluster's exports output from its
 // state: {} for an externally managed cluster; a wait when it cannot be
 // read.
-func (f *Flow) ClusterExports(ctx context.Context, p *Pass) (json.RawMessage, *InputsOutcome) {
+func (f *Flow) clusterExports(ctx context.Context, p *Pass) (json.RawMessage, *InputsOutcome) {
 	tc := p.TerraformCluster
 	if tc == nil {
 		w := Waiting(infrav1.WaitingForClusterInfrastructureReason, "the TerraformCluster is not known yet")
@@ -144,8 +144,8 @@ func (f *Flow) ClusterExports(ctx context.Context, p *Pass) (json.RawMessage, *I
 	return json.RawMessage(out.Value), nil
 }
 
-// Bootstrap reads the bootstrap data Secret live (CAPTF never caches it).
-func (f *Flow) Bootstrap(ctx context.Context, p *Pass, dataSecretName *string) ([]byte, string, *InputsOutcome, error) {
+// bootstrap reads the bootstrap data Secret live (CAPTF never caches it).
+func (f *Flow) bootstrap(ctx context.Context, p *Pass, dataSecretName *string) ([]byte, string, *InputsOutcome, error) {
 	if dataSecretName == nil || *dataSecretName == "" {
 		w := Waiting(infrav1.WaitingForBootstrapDataReason, "the bootstrap data Secret is not set yet")
 		return nil, "", &w, nil

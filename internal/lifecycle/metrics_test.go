@@ -568,7 +568,7 @@ func TestTransitionMetricsRecord(t *testing.T) {
 // TestScheduleMetricsDropLastSuccess: drift and refresh last-success
 // series are exported only while that op is scheduled.
 func TestScheduleMetricsDropLastSuccess(t *testing.T) {
-	f := &Flow{}
+	f := &Flow{Adapter: readyAdapter{}}
 	tc := testCluster("schedule")
 	labels := func(op string) map[string]string {
 		return map[string]string{"kind": "TerraformCluster", "namespace": tc.Namespace, "name": tc.Name, "op": op}
@@ -614,7 +614,7 @@ func TestSyncRemediationCountsRequests(t *testing.T) {
 	tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
 	tm.Spec.Remediation = &infrav1.MachineRemediation{AnnotateMachine: &yes}
 	f := &Flow{}
-	p := &Pass{Obj: tm, Kind: decide.KindMachine}
+	p := &Pass{Obj: tm, Kind: decide.KindMachine, flow: f}
 	p.SetProvisioned()
 	requested := func() float64 {
 		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "requested"}).value
@@ -629,7 +629,7 @@ func TestSyncRemediationCountsRequests(t *testing.T) {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), got); err != nil {
 			t.Fatal(err)
 		}
-		if err := SyncRemediation(context.Background(), c, f, p, tm, got); err != nil {
+		if err := SyncRemediation(context.Background(), c, p, tm, got); err != nil {
 			t.Fatal(err)
 		}
 	}

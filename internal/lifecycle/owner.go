@@ -97,7 +97,7 @@ func ownerKindOf(owner client.Object) string {
 // SyncRemediation keeps cluster.x-k8s.io/remediate-machine on the Machine
 // in step with the instance's health; CAPTF only ever removes the
 // annotation it set itself (captf.io/remediation-requested).
-func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm *infrav1.TerraformMachine, m *clusterv1.Machine) error {
+func SyncRemediation(ctx context.Context, c client.Client, p *Pass, tm *infrav1.TerraformMachine, m *clusterv1.Machine) error {
 	if !p.Provisioned() || !p.Obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
@@ -129,7 +129,7 @@ func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm 
 			return fmt.Errorf("failed to request remediation of Machine %s: %w", m.Name, err)
 		}
 		metrics.RemediationRequest(metrics.RemediationRequested)
-		f.Event(p, corev1.EventTypeWarning, infrav1.RemediationRequestedEvent, "Requested remediation of Machine "+m.Name+": "+why)
+		p.Event(corev1.EventTypeWarning, infrav1.RemediationRequestedEvent, "Requested remediation of Machine "+m.Name+": "+why)
 	case action == decide.RemediationWithdraw && ours:
 		delete(m.Annotations, infrav1.RemediateMachineAnnotation)
 		delete(m.Annotations, infrav1.RemediationRequestedAnnotation)
@@ -137,7 +137,7 @@ func SyncRemediation(ctx context.Context, c client.Client, f *Flow, p *Pass, tm 
 			return fmt.Errorf("failed to withdraw remediation of Machine %s: %w", m.Name, err)
 		}
 		metrics.RemediationRequest(metrics.RemediationWithdrawn)
-		f.Event(p, corev1.EventTypeNormal, infrav1.RemediationWithdrawnEvent, "Withdrew the remediation request of Machine "+m.Name)
+		p.Event(corev1.EventTypeNormal, infrav1.RemediationWithdrawnEvent, "Withdrew the remediation request of Machine "+m.Name)
 	}
 	return nil
 }

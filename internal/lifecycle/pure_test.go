@@ -37,6 +37,14 @@ func TestDurableName(t *testing.T) {
 
 type readyAdapter struct{ Adapter }
 
+// Drift reads a TerraformCluster's own drift settings, as its adapter does.
+func (readyAdapter) Drift(obj Object) (*int32, decide.DriftAction) {
+	if tc, ok := obj.(*infrav1.TerraformCluster); ok && tc.Spec.Drift != nil {
+		return tc.Spec.Drift.IntervalSeconds, tc.Spec.Drift.Action
+	}
+	return nil, ""
+}
+
 func (readyAdapter) ReadyConditions(provisioned bool) []string {
 	if provisioned {
 		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}

@@ -34,11 +34,6 @@ var ReadyBeforeProvisioned = []string{
 	infrav1.DeletingCondition,
 }
 
-// Event emits an event on the pass's object.
-func (f *Flow) Event(p *Pass, eventType, reason, note string) {
-	f.event(p, nil, eventType, reason, note)
-}
-
 // ControllerOptions are what every workload controller is set up with.
 type ControllerOptions struct {
 	// Concurrency is the number of workers.

@@ -371,7 +371,8 @@ func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classificatio
 		return
 	}
 	reason := infrav1.DriftReportedReason
-	action := decide.EffectiveDriftAction(p.Kind, p.driftAction())
+	_, own := f.Adapter.Drift(p.Obj)
+	action := decide.EffectiveDriftAction(p.Kind, own)
 	if action == decide.DriftRemediate {
 		reason = infrav1.DriftPendingReason
 	}

@@ -30,7 +30,7 @@ func TestTransitionEvents(t *testing.T) {
 	}
 	outputs := func(status, reason string) func(f *Flow, p *Pass) {
 		return func(f *Flow, p *Pass) {
-			f.SetOutputsValid(p, contract.Verdict{Status: status, Reason: reason, Message: "m"})
+			f.setOutputsValid(p, contract.Verdict{Status: status, Reason: reason, Message: "m"})
 		}
 	}
 	for _, c := range []struct {
@@ -51,7 +51,7 @@ func TestTransitionEvents(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
 			p := &Pass{Obj: obj, Kind: decide.KindCluster}
 			snapshotConditions(p)
-			c.do(&Flow{Recorder: rec}, p)
+			c.do(&Flow{Recorder: rec, Adapter: readyAdapter{}}, p)
 			got := ""
 			select {
 			case e := <-rec.Events:

@@ -124,11 +124,11 @@ func (e *env) flowFor(obj client.Object) *lifecycle.Flow {
 	}
 	switch obj.(type) {
 	case *infrav1.TerraformCluster:
-		f.Adapter = &terraformcluster.Adapter{Client: k8s, Flow: f}
+		f.Adapter = &terraformcluster.Adapter{Client: k8s}
 	case *infrav1.TerraformMachine:
-		f.Adapter = &terraformmachine.Adapter{Client: k8s, Flow: f}
+		f.Adapter = &terraformmachine.Adapter{Client: k8s}
 	case *infrav1.TerraformMachinePool:
-		f.Adapter = &terraformmachinepool.Adapter{Client: k8s, Flow: f}
+		f.Adapter = &terraformmachinepool.Adapter{Client: k8s}
 	default:
 		e.t.Fatalf("no flow for %T", obj)
 	}

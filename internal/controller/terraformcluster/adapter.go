@@ -21,7 +21,6 @@ import (
 // Adapter is the TerraformCluster's part of the shared flow.
 type Adapter struct {
 	Client client.Client
-	Flow   *lifecycle.Flow
 }
 
 var _ lifecycle.Adapter = &Adapter{}
@@ -105,7 +104,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		ClusterNetwork: inputs.NewClusterNetwork(net.Pods.CIDRBlocks, net.Services.CIDRBlocks,
 			net.ServiceDomain, net.APIServerPort),
 	}
-	vars, wait, err := a.Flow.Variables(ctx, p, contract.RoleCluster)
+	vars, wait, err := p.Variables(ctx, contract.RoleCluster)
 	if err != nil || wait != nil {
 		if wait != nil {
 			p.Inputs = *wait
@@ -128,7 +127,7 @@ func endpoint(e clusterv1.APIEndpoint) *contract.Endpoint {
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tc := p.Obj.(*infrav1.TerraformCluster)
 	out, v := contract.DecodeClusterOutputs(p.RawOutputs(), contract.ClusterFacts{Undeclared: p.UndeclaredOutputs()})
-	a.Flow.SetOutputsValid(p, v)
+	p.SetOutputsValid(v)
 
 	// Failure domains.
 	var fds []clusterv1.FailureDomain
@@ -138,7 +137,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	}
 	if !equalFailureDomains(tc.Status.FailureDomains, fds) {
 		tc.Status.FailureDomains = fds
-		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.FailureDomainsChangedEvent, fmt.Sprintf("%d failure domains", len(fds)))
+		p.Event(corev1.EventTypeNormal, infrav1.FailureDomainsChangedEvent, fmt.Sprintf("%d failure domains", len(fds)))
 	}
 
 	// The module's endpoint, written back once.
@@ -151,11 +150,11 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 		}
 		ann[infrav1.EndpointSourceAnnotation] = inputs.EndpointSourceModule
 		tc.SetAnnotations(ann)
-		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ControlPlaneEndpointSetEvent,
+		p.Event(corev1.EventTypeNormal, infrav1.ControlPlaneEndpointSetEvent,
 			fmt.Sprintf("spec.controlPlaneEndpoint set to %s:%d from the module's output", out.ControlPlaneEndpoint.Host, out.ControlPlaneEndpoint.Port))
 	}
 
-	a.Flow.ObserveHealth(p, lifecycle.Reading{
+	p.ObserveHealth(lifecycle.Reading{
 		Health:       out.Health,
 		OutputsValid: v.Valid(),
 		Provision:    decide.ProvisionFacts{AppliedHash: p.State.InputsHash != "", OutputsValid: v.Valid()},
@@ -210,4 +209,23 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) *bool {
 		return &initialized
 	}
 	return nil
+}
+
+// Drift implements lifecycle.Adapter.
+func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
+	if d := obj.(*infrav1.TerraformCluster).Spec.Drift; d != nil {
+		return d.IntervalSeconds, d.Action
+	}
+	return nil, ""
+}
+
+// Observe implements lifecycle.Adapter: the apply policy and the plan
+// awaiting approval.
+func (a *Adapter) Observe(p *lifecycle.Pass, obs *decide.Observation) {
+	tc := p.Obj.(*infrav1.TerraformCluster)
+	obs.ApplyPolicy = tc.Spec.ApplyPolicy
+	if pl := tc.Status.Plan; pl != nil {
+		obs.Plan = &decide.PlanPreview{InputsHash: pl.InputsHash, PlanHash: pl.PlanHash,
+			NoChanges: pl.Add == 0 && pl.Change == 0 && pl.Destroy == 0}
+	}
 }

@@ -18,7 +18,7 @@ import (
 // by the object, its Jobs and state, and by Watches.
 func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
-	a := &Adapter{Client: mgr.GetClient(), Flow: f}
+	a := &Adapter{Client: mgr.GetClient()}
 	f.Adapter = a
 	opts.Extra = Watches(ctx, mgr, src)
 	return f.Setup(ctx, mgr, opts)

@@ -20,7 +20,6 @@ import (
 // Adapter is the TerraformMachine's part of the shared flow.
 type Adapter struct {
 	Client client.Client
-	Flow   *lifecycle.Flow
 }
 
 var _ lifecycle.Adapter = &Adapter{}
@@ -93,12 +92,12 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
 		return nil
 	}
-	exports, wait := a.Flow.ClusterExports(ctx, p)
+	exports, wait := p.ClusterExports(ctx)
 	if wait != nil {
 		p.Inputs = *wait
 		return nil
 	}
-	data, format, wait, err := a.Flow.Bootstrap(ctx, p, m.Spec.Bootstrap.DataSecretName)
+	data, format, wait, err := p.Bootstrap(ctx, m.Spec.Bootstrap.DataSecretName)
 	if err != nil || wait != nil {
 		if wait != nil {
 			p.Inputs = *wait
@@ -116,7 +115,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		KubernetesVersion: m.Spec.Version,
 		ControlPlane:      controlPlane,
 	}
-	vars, vwait, err := a.Flow.Variables(ctx, p, contract.RoleMachine)
+	vars, vwait, err := p.Variables(ctx, contract.RoleMachine)
 	if err != nil || vwait != nil {
 		if vwait != nil {
 			p.Inputs = *vwait
@@ -137,12 +136,12 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 		facts.RequestedFailureDomain = &fd
 	}
 	out, v := contract.DecodeMachineOutputs(p.RawOutputs(), facts)
-	a.Flow.SetOutputsValid(p, v)
+	p.SetOutputsValid(v)
 
 	if writeOutputs(v) {
 		if out.ProviderID != nil && tm.Spec.ProviderID == "" {
 			tm.Spec.ProviderID = *out.ProviderID
-			a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
+			p.Event(corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
 		}
 		tm.Status.Addresses = statusAddresses(out.Addresses)
 		if out.FailureDomain != nil {
@@ -151,7 +150,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 		tm.Status.Interruptible = out.Interruptible
 	}
 
-	a.Flow.ObserveHealth(p, lifecycle.Reading{
+	p.ObserveHealth(lifecycle.Reading{
 		Health:       out.Health,
 		OutputsValid: v.Valid(),
 		Provision: decide.ProvisionFacts{
@@ -173,5 +172,24 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	if m == nil || tm.Spec.Remediation == nil || tm.Spec.Remediation.AnnotateMachine == nil {
 		return nil
 	}
-	return lifecycle.SyncRemediation(ctx, a.Client, a.Flow, p, tm, m)
+	return lifecycle.SyncRemediation(ctx, a.Client, p, tm, m)
+}
+
+// Drift implements lifecycle.Adapter: a machine's drift action is always
+// Report.
+func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
+	if d := obj.(*infrav1.TerraformMachine).Spec.Drift; d != nil {
+		return d.IntervalSeconds, ""
+	}
+	return nil, ""
+}
+
+// Observe implements lifecycle.Adapter: the remediation settings.
+func (a *Adapter) Observe(p *lifecycle.Pass, obs *decide.Observation) {
+	if r := p.Obj.(*infrav1.TerraformMachine).Spec.Remediation; r != nil {
+		obs.Remediation.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
+		if r.HealthCheckIntervalSeconds != nil {
+			obs.Remediation.HealthCheckIntervalSeconds = *r.HealthCheckIntervalSeconds
+		}
+	}
 }

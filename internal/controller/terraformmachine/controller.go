@@ -18,7 +18,7 @@ import (
 // by the object, its Jobs and state, and by Watches.
 func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
-	f.Adapter = &Adapter{Client: mgr.GetClient(), Flow: f}
+	f.Adapter = &Adapter{Client: mgr.GetClient()}
 	opts.Extra = Watches(mgr, src)
 	return f.Setup(ctx, mgr, opts)
 }

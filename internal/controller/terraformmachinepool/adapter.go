@@ -22,7 +22,6 @@ import (
 // Adapter is the TerraformMachinePool's part of the shared flow.
 type Adapter struct {
 	Client client.Client
-	Flow   *lifecycle.Flow
 }
 
 var _ lifecycle.Adapter = &Adapter{}
@@ -96,12 +95,12 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
 		return nil
 	}
-	exports, wait := a.Flow.ClusterExports(ctx, p)
+	exports, wait := p.ClusterExports(ctx)
 	if wait != nil {
 		p.Inputs = *wait
 		return nil
 	}
-	data, format, wait, err := a.Flow.Bootstrap(ctx, p, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+	data, format, wait, err := p.Bootstrap(ctx, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
 	if err != nil || wait != nil {
 		if wait != nil {
 			p.Inputs = *wait
@@ -126,7 +125,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		KubernetesVersion:     mp.Spec.Template.Spec.Version,
 		Autoscaling:           auto.Autoscaling,
 	}
-	vars, vwait, err := a.Flow.Variables(ctx, p, contract.RoleMachinePool)
+	vars, vwait, err := p.Variables(ctx, contract.RoleMachinePool)
 	if err != nil || vwait != nil {
 		if vwait != nil {
 			p.Inputs = *vwait
@@ -142,11 +141,11 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tmp := p.Obj.(*infrav1.TerraformMachinePool)
 	out, v := contract.DecodeMachinePoolOutputs(p.RawOutputs(), contract.MachinePoolFacts{Undeclared: p.UndeclaredOutputs()})
-	a.Flow.SetOutputsValid(p, v)
+	p.SetOutputsValid(v)
 
 	if out.ProviderID != nil && tmp.Spec.ProviderID != *out.ProviderID {
 		tmp.Spec.ProviderID = *out.ProviderID
-		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
+		p.Event(corev1.EventTypeNormal, infrav1.ProviderIDSetEvent, "spec.providerID set to "+*out.ProviderID)
 	}
 	if out.ProviderIDList != nil && !slices.Equal(tmp.Spec.ProviderIDList, out.ProviderIDList) {
 		tmp.Spec.ProviderIDList = out.ProviderIDList
@@ -170,7 +169,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 		tmp.Status.Instances = inst
 	}
 
-	a.Flow.ObserveHealth(p, lifecycle.Reading{
+	p.ObserveHealth(lifecycle.Reading{
 		Health:       out.Health,
 		OutputsValid: v.Valid(),
 		Provision:    decide.ProvisionFacts{AppliedHash: p.State.InputsHash != "", OutputsValid: v.Valid()},
@@ -212,11 +211,29 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 		}
 		r := *wb.replicas
 		mp.Spec.Replicas = &r
-		a.Flow.Event(p, corev1.EventTypeNormal, infrav1.ReplicasWrittenBackEvent,
+		p.Event(corev1.EventTypeNormal, infrav1.ReplicasWrittenBackEvent,
 			fmt.Sprintf("MachinePool %s spec.replicas %s → %d", mp.Name, old, r))
 	}
 	if err := a.Client.Patch(ctx, mp, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("failed to write back the replicas of MachinePool %s: %w", mp.Name, err)
 	}
 	return nil
+}
+
+// Drift implements lifecycle.Adapter.
+func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
+	if d := obj.(*infrav1.TerraformMachinePool).Spec.Drift; d != nil {
+		return d.IntervalSeconds, d.Action
+	}
+	return nil, ""
+}
+
+// Observe implements lifecycle.Adapter: the membership refresh interval and
+// whether membership is still converging.
+func (a *Adapter) Observe(p *lifecycle.Pass, obs *decide.Observation) {
+	tmp := p.Obj.(*infrav1.TerraformMachinePool)
+	if tmp.Spec.MembershipRefreshIntervalSeconds != nil {
+		obs.MembershipRefreshIntervalSeconds = *tmp.Spec.MembershipRefreshIntervalSeconds
+	}
+	obs.MembershipConverging = tmp.Status.Replicas != nil && int32(len(tmp.Spec.ProviderIDList)) != *tmp.Status.Replicas
 }

@@ -1,0 +1,42 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+)
+
+// What the shared flow offers a kind's adapter, as methods of the pass it
+// is handed: an adapter holds no flow of its own, only its client.
+
+// Event emits an event on the pass's object (never a secret value in note).
+func (p *Pass) Event(eventType, reason, note string) {
+	p.flow.event(p, nil, eventType, reason, note)
+}
+
+// SetOutputsValid records OutputsValid from a decode verdict.
+func (p *Pass) SetOutputsValid(v contract.Verdict) { p.flow.setOutputsValid(p, v) }
+
+// ObserveHealth records a health reading and returns the new
+// InfrastructureHealthy reason.
+func (p *Pass) ObserveHealth(r Reading) string { return p.flow.observeHealth(p, r) }
+
+// Variables reads the object's variablesFrom sources and merges them with
+// its inline variables; a non-nil outcome says why it must wait.
+func (p *Pass) Variables(ctx context.Context, role contract.Role) (inputs.Variables, *InputsOutcome, error) {
+	return p.flow.variables(ctx, p, role)
+}
+
+// ClusterExports reads the cluster's exports from its state; a non-nil
+// outcome says why they cannot be read yet.
+func (p *Pass) ClusterExports(ctx context.Context) (json.RawMessage, *InputsOutcome) {
+	return p.flow.clusterExports(ctx, p)
+}
+
+// Bootstrap reads the owner's bootstrap data; a non-nil outcome says why it
+// must wait.
+func (p *Pass) Bootstrap(ctx context.Context, dataSecretName *string) ([]byte, string, *InputsOutcome, error) {
+	return p.flow.bootstrap(ctx, p, dataSecretName)
+}
