@@ -79,11 +79,16 @@ func (r *Registry) Push(ctx context.Context, repo string, img v1.Image) (string,
 	return ref.Context().Name() + "@" + d.String(), nil
 }
 
-// Stop shuts the registry down.
+// Stop shuts the registry down: gracefully, and by closing the connections
+// still open after 5 s (a client that never finished reading a response
+// would otherwise keep it from stopping).
 func (r *Registry) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = r.srv.Close()
+	}
 	<-r.done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
