@@ -103,33 +103,9 @@ func TestTerraformState(t *testing.T) {
 		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.StateLostEvent)
 	})
 
-	t.Run("machine_state_without_inputs_hash_starts_no_Job", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedCluster("prod")
-		mw := e.newMachine(w, "prod-md-0", nil)
-		e.bringUp(mw.TM, stateOf(1, machineOutputs("running", true), ""))
-		if !provisioned(mw.TM) {
-			t.Fatalf("machine not provisioned: %v", status(mw.TM).Conditions)
-		}
-		// Someone rewrote the state without CAPTF's inputs hash, after the
-		// apply Job that recorded it was pruned.
-		for _, j := range e.jobsOf(mw.TM) {
-			if err := k8s.Delete(e.ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e.writeState(mw.TM, stateOf(2, machineOutputs("running", true), ""))
-		e.advance(time.Minute)
-		e.mustPass(mw.TM)
-		// Above all no fresh apply creating a second instance.
-		e.wantNoJob(mw.TM)
-		e.advance(time.Hour)
-		e.mustPass(mw.TM)
-		e.wantNoJob(mw.TM)
-	})
-
-	t.Run("machine_state_without_inputs_hash_is_StateLost", func(t *testing.T) {
+	// A TerraformMachine state without CAPTF's inputs hash is lost: it
+	// reads StateReadable=False/StateLost and starts no Job.
+	t.Run("machine_state_without_inputs_hash_is_StateLost_and_starts_no_Job", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		w := e.provisionedCluster("prod")
@@ -149,6 +125,10 @@ func TestTerraformState(t *testing.T) {
 		e.advance(time.Minute)
 		e.mustPass(mw.TM)
 		e.wantCondition(mw.TM, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason)
+		// Above all no fresh apply creating a second instance.
+		e.wantNoJob(mw.TM)
+		e.advance(time.Hour)
+		e.mustPass(mw.TM)
 		e.wantNoJob(mw.TM)
 	})
 
