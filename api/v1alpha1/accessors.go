@@ -1,12 +1,18 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // Workload is what TerraformCluster, TerraformMachine and
 // TerraformMachinePool share: the reconcile flow is written once against it.
 // +kubebuilder:object:generate=false
 type Workload interface {
 	metav1.Object
+	runtime.Object
+	// GetWorkloadKind returns the object's kind.
+	GetWorkloadKind() WorkloadKind
 	// GetWorkspace returns the spec fields the three kinds share.
 	GetWorkspace() *WorkspaceSpec
 	// GetWorkspaceStatus returns the status fields the three kinds share.
@@ -16,6 +22,9 @@ type Workload interface {
 	GetConditions() []metav1.Condition
 	SetConditions([]metav1.Condition)
 }
+
+// GetWorkloadKind implements Workload.
+func (*TerraformCluster) GetWorkloadKind() WorkloadKind { return KindTerraformCluster }
 
 // GetWorkspace implements Workload.
 func (c *TerraformCluster) GetWorkspace() *WorkspaceSpec { return &c.Spec.WorkspaceSpec }
@@ -32,6 +41,9 @@ func (c *TerraformCluster) GetConditions() []metav1.Condition { return c.Status.
 // SetConditions sets the conditions.
 func (c *TerraformCluster) SetConditions(conds []metav1.Condition) { c.Status.Conditions = conds }
 
+// GetWorkloadKind implements Workload.
+func (*TerraformMachine) GetWorkloadKind() WorkloadKind { return KindTerraformMachine }
+
 // GetWorkspace implements Workload.
 func (m *TerraformMachine) GetWorkspace() *WorkspaceSpec { return &m.Spec.WorkspaceSpec }
 
@@ -46,6 +58,9 @@ func (m *TerraformMachine) GetConditions() []metav1.Condition { return m.Status.
 
 // SetConditions sets the conditions.
 func (m *TerraformMachine) SetConditions(conds []metav1.Condition) { m.Status.Conditions = conds }
+
+// GetWorkloadKind implements Workload.
+func (*TerraformMachinePool) GetWorkloadKind() WorkloadKind { return KindTerraformMachinePool }
 
 // GetWorkspace implements Workload.
 func (p *TerraformMachinePool) GetWorkspace() *WorkspaceSpec { return &p.Spec.WorkspaceSpec }

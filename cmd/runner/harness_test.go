@@ -26,12 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	captfenvtest "github.com/captf-io/cluster-api-provider-terraform/test/envtest"
-
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	captfenvtest "github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
@@ -125,7 +125,7 @@ type fixture struct {
 	api      *apiEnv
 	tofu     string
 	role     contract.Role
-	kind     string
+	kind     infrav1.WorkloadKind
 	dir      string
 	ns, name string
 	uid      string
@@ -149,7 +149,7 @@ func newFixture(t *testing.T, role contract.Role) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kind := map[contract.Role]string{contract.RoleCluster: "TerraformCluster", contract.RoleMachine: "TerraformMachine"}[role]
+	kind := role.Kind()
 	f := &fixture{
 		t: t, api: api, tofu: tofu, role: role, kind: kind, dir: t.TempDir(),
 		ns:   fmt.Sprintf("runner-%d-%d", time.Now().UnixNano()%100000, nsSeq.Add(1)),
@@ -227,10 +227,10 @@ func (f *fixture) render(vars string) string {
 		}
 	}
 	cfg := filepath.Join(f.dir, "config")
-	if err := os.WriteFile(filepath.Join(cfg, inputs.MainFile), mainTF, 0o440); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg, contract.MainFile), mainTF, 0o440); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg, inputs.TFVarsFile), r.TFVars, 0o440); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg, contract.TFVarsFile), r.TFVars, 0o440); err != nil {
 		f.t.Fatal(err)
 	}
 	return r.Hash

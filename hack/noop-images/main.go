@@ -80,7 +80,7 @@ func run(ctx context.Context, o options) error {
 			Role:           role,
 			ModuleDir:      filepath.Join(o.modules, string(role)),
 			Runtime:        o.tofu,
-			RuntimeName:    imagebuild.RuntimeTofu,
+			RuntimeName:    contract.RuntimeTofu,
 			RuntimeVersion: o.runtimeVersion,
 			EmptyProviders: true,
 			Source:         o.source,

@@ -3,6 +3,8 @@ package contract
 import (
 	"fmt"
 	"slices"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Version is the module contract version this controller generates roots
@@ -31,23 +33,15 @@ func ParseRole(s string) (Role, error) {
 	return r, nil
 }
 
-// The Terraform* kinds that run each role, as rendered into captf_object.kind
-// and captf_tags["captf.io/kind"].
-const (
-	KindTerraformCluster     = "TerraformCluster"
-	KindTerraformMachine     = "TerraformMachine"
-	KindTerraformMachinePool = "TerraformMachinePool"
-)
-
 // Kind returns the Terraform* kind whose objects run the role.
-func (r Role) Kind() string {
+func (r Role) Kind() v1alpha1.WorkloadKind {
 	switch r {
 	case RoleCluster:
-		return KindTerraformCluster
+		return v1alpha1.KindTerraformCluster
 	case RoleMachine:
-		return KindTerraformMachine
+		return v1alpha1.KindTerraformMachine
 	case RoleMachinePool:
-		return KindTerraformMachinePool
+		return v1alpha1.KindTerraformMachinePool
 	}
 	return ""
 }

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // benchObservation is a TerraformMachinePool with 20 retained Jobs across
 // its operations and a drift check due: the decision walks every apply
 // reason, the whole schedule and builds a Job name.
 func benchObservation() Observation {
-	o := steady(KindMachinePool)
+	o := steady(v1alpha1.KindTerraformMachinePool)
 	o.Drift.Action = DriftRemediate
 	o.LastDriftCheck = ago(40 * time.Minute)
 	o.Jobs = o.Jobs[:0]

@@ -3,6 +3,8 @@ package decide
 import (
 	"fmt"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Decide picks the object's next operation, the reason for it and when to
@@ -151,9 +153,9 @@ func (d *decider) decide() Decision {
 		switch {
 		case lost:
 			return wait(ReasonStateLost, RequeueStateUnreadable)
-		case o.Kind == KindCluster && o.DependentsExist:
+		case o.Kind == v1alpha1.KindTerraformCluster && o.DependentsExist:
 			return wait(ReasonDependentsExist, RequeueNotReady)
-		case o.DurableInputsMissing && (o.Kind == KindMachine || o.Inputs != InputsBuilt):
+		case o.DurableInputsMissing && (o.Kind == v1alpha1.KindTerraformMachine || o.Inputs != InputsBuilt):
 			// A machine is immutable: it has no live spec to fall back to.
 			return wait(ReasonDurableInputsMissing, RequeueFixInput)
 		case o.DurableInputsMissing:
@@ -208,7 +210,7 @@ func (d *decider) stateLost() bool {
 		return false
 	case o.State == StateNotFound:
 		return true
-	case o.Kind == KindMachine && o.State == StateRead && o.StateInputsHash == "":
+	case o.Kind == v1alpha1.KindTerraformMachine && o.State == StateRead && o.StateInputsHash == "":
 		return true
 	}
 	return false
@@ -271,7 +273,7 @@ func (d *decider) applyReason() (Reason, bool) {
 		return ReasonNoState, true
 	case o.StateInputsHash == "":
 		return ReasonStateWithoutInputsHash, true
-	case !o.Kind.Mutable():
+	case !reappliesOnChange(o.Kind):
 		return "", false
 	case o.Inputs == InputsBuilt && o.CurrentInputsHash != o.StateInputsHash:
 		return ReasonInputsChanged, true
@@ -321,7 +323,7 @@ func (d *decider) apply(r Reason) Decision {
 	opts := jobOptions{remediation: r == ReasonDriftRemediation}
 	// The first apply (no state yet) is never gated: there is nothing to
 	// break. Neither gate exists outside TerraformCluster.
-	if o.Kind == KindCluster && r != ReasonNoState {
+	if o.Kind == v1alpha1.KindTerraformCluster && r != ReasonNoState {
 		if o.ApplyPolicy == ApplyManual {
 			p := o.Plan
 			switch {
@@ -379,10 +381,10 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 	}
 
 	// 1. A successful apply not yet followed by a refresh (machine, pool).
-	if o.Kind != KindCluster && !d.lastApply.IsZero() && lastSample.Before(d.lastApply) {
+	if o.Kind != v1alpha1.KindTerraformCluster && !d.lastApply.IsZero() && lastSample.Before(d.lastApply) {
 		add(ReasonPostApplyRefresh, OpRefresh, d.lastApply)
 	}
-	if o.Kind == KindMachinePool {
+	if o.Kind == v1alpha1.KindTerraformMachinePool {
 		// 2. Membership converging, or health pending: every 30 s flat (or
 		// the membership interval when shorter).
 		if o.MembershipConverging || o.Health == HealthPending {
@@ -397,11 +399,11 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 		add(ReasonHealthPending, OpRefresh, jittered(base, PendingRefreshDelay(o.PendingRefreshes)))
 	}
 	// 4. A pool's membership refresh interval.
-	if o.Kind == KindMachinePool {
+	if o.Kind == v1alpha1.KindTerraformMachinePool {
 		add(ReasonMembershipRefreshDue, OpRefresh, jittered(base, MembershipRefreshInterval(o.MembershipRefreshIntervalSeconds)))
 	}
 	// 5. A machine's remediation health-check interval.
-	if o.Kind == KindMachine && o.Remediation.AnnotateMachine && o.Provisioned {
+	if o.Kind == v1alpha1.KindTerraformMachine && o.Remediation.AnnotateMachine && o.Provisioned {
 		add(ReasonHealthCheckDue, OpRefresh, jittered(base, HealthCheckInterval(o.Remediation.HealthCheckIntervalSeconds)))
 	}
 	// 6. The drift interval: the first check one interval after the last
@@ -445,7 +447,7 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 // when they could not be built; a machine always on its durable inputs.
 func (d *decider) startScheduled(op Operation, r Reason) Decision {
 	o := d.o
-	durable := o.Kind == KindMachine || o.Inputs != InputsBuilt
+	durable := o.Kind == v1alpha1.KindTerraformMachine || o.Inputs != InputsBuilt
 	if durable && o.DurableInputsMissing {
 		return wait(ReasonDurableInputsMissing, RequeueFixInput)
 	}
@@ -504,7 +506,7 @@ func (d *decider) start(op Operation, r Reason, opts jobOptions) Decision {
 	case op == OpRestore:
 		p.Tick = opts.restoreSerial
 	}
-	if op == OpApply && o.Kind == KindCluster {
+	if op == OpApply && o.Kind == v1alpha1.KindTerraformCluster {
 		// A plan approval covers the plan's deletes; without one the
 		// destructive-plan guard is armed.
 		p.GuardDeletes = p.ExpectPlanHash == ""
@@ -528,4 +530,11 @@ func unixOrZero(t time.Time) int64 {
 		return 0
 	}
 	return t.Unix()
+}
+
+// reappliesOnChange reports whether the kind re-applies when its inputs
+// change: a TerraformCluster and a TerraformMachinePool do, a
+// TerraformMachine never does (Cluster API replaces it instead).
+func reappliesOnChange(k v1alpha1.WorkloadKind) bool {
+	return k == v1alpha1.KindTerraformCluster || k == v1alpha1.KindTerraformMachinePool
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // j is the test object's jitter for an interval.
@@ -16,7 +18,7 @@ func j(d time.Duration) time.Duration { return Jitter(testUID, d) }
 // requeue of -1 is not checked.
 type dcase struct {
 	name    string
-	kind    Kind
+	kind    v1alpha1.WorkloadKind
 	mut     func(o *Observation)
 	op      Operation
 	reason  Reason
@@ -35,7 +37,7 @@ func runCases(t *testing.T, cases []dcase) {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
 			if kind == "" {
-				kind = KindCluster
+				kind = v1alpha1.KindTerraformCluster
 			}
 			o := steady(kind)
 			if c.mut != nil {
@@ -169,7 +171,7 @@ func TestDecideOrder(t *testing.T) {
 			},
 			op: OpRestore, reason: ReasonRestoreRequested},
 		{name: "order/1_restore_of_a_provisioned_machine_runs_on_durable_inputs",
-			kind: KindMachine,
+			kind: v1alpha1.KindTerraformMachine,
 			mut:  func(o *Observation) { o.Restore = &RestoreRequest{Serial: 3, BackupFound: true} },
 			op:   OpRestore, reason: ReasonRestoreRequested,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -177,7 +179,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("restore plan %+v", p)
 				}
 			})},
-		{name: "order/1_restore_without_inputs_to_run_on_holds_10m", kind: KindMachine,
+		{name: "order/1_restore_without_inputs_to_run_on_holds_10m", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Restore = &RestoreRequest{Serial: 3, BackupFound: true}
 				o.DurableInputsMissing = true
@@ -223,7 +225,7 @@ func TestDecideOrder(t *testing.T) {
 			mut: func(o *Observation) { deleting(o); o.DependentsExist = true },
 			op:  OpNone, reason: ReasonDependentsExist, requeue: 30 * time.Second},
 		{name: "order/2_machines_carry_no_wait_for_dependents",
-			kind: KindMachine,
+			kind: v1alpha1.KindTerraformMachine,
 			mut:  func(o *Observation) { deleting(o); o.DependentsExist = true },
 			op:   OpDestroy, reason: ReasonDeleting},
 		{name: "order/2_deleting_with_lost_state_is_held",
@@ -251,7 +253,7 @@ func TestDecideOrder(t *testing.T) {
 				o.Restore = &RestoreRequest{Serial: 4, BackupFound: true}
 			},
 			op: OpRestore, reason: ReasonRestoreRequested},
-		{name: "job_inputs/a_machine_deleting_without_durable_inputs_holds_10m", kind: KindMachine,
+		{name: "job_inputs/a_machine_deleting_without_durable_inputs_holds_10m", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { deleting(o); o.DurableInputsMissing = true },
 			op:  OpNone, reason: ReasonDurableInputsMissing, requeue: 10 * time.Minute},
 		{name: "job_inputs/a_cluster_deleting_without_durable_inputs_destroys_with_its_current_inputs",
@@ -262,7 +264,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("destroy plan %+v, want the current inputs %s", p, o.CurrentInputsHash)
 				}
 			})},
-		{name: "job_inputs/a_pool_deleting_without_durable_inputs_destroys_with_its_current_inputs", kind: KindMachinePool,
+		{name: "job_inputs/a_pool_deleting_without_durable_inputs_destroys_with_its_current_inputs", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { deleting(o); o.DurableInputsMissing = true },
 			op:  OpDestroy, reason: ReasonDeleting,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -295,7 +297,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("apply plan %+v", p)
 				}
 			})},
-		{name: "order/3_no_state_yet_applies_machine", kind: KindMachine,
+		{name: "order/3_no_state_yet_applies_machine", kind: v1alpha1.KindTerraformMachine,
 			mut: noState,
 			op:  OpApply, reason: ReasonNoState,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -303,13 +305,13 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("apply plan %+v", p)
 				}
 			})},
-		{name: "order/3_no_state_yet_applies_pool", kind: KindMachinePool,
+		{name: "order/3_no_state_yet_applies_pool", kind: v1alpha1.KindTerraformMachinePool,
 			mut: noState,
 			op:  OpApply, reason: ReasonNoState},
 		{name: "order/4_state_without_inputs_hash_applies",
 			mut: func(o *Observation) { o.StateInputsHash = ""; o.EverApplied, o.Provisioned = false, false },
 			op:  OpApply, reason: ReasonStateWithoutInputsHash},
-		{name: "order/4_state_without_inputs_hash_retries_a_machine's_first_apply", kind: KindMachine,
+		{name: "order/4_state_without_inputs_hash_retries_a_machine's_first_apply", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				noState(o)
 				o.State = StateRead
@@ -322,10 +324,10 @@ func TestDecideOrder(t *testing.T) {
 				}
 			})},
 		{name: "order/4_mutable_state_without_inputs_hash_applies_even_after_an_apply",
-			kind: KindMachinePool,
+			kind: v1alpha1.KindTerraformMachinePool,
 			mut:  func(o *Observation) { o.StateInputsHash = "" },
 			op:   OpApply, reason: ReasonStateWithoutInputsHash},
-		{name: "order/4_machine_state_without_inputs_hash_after_an_apply_is_lost", kind: KindMachine,
+		{name: "order/4_machine_state_without_inputs_hash_after_an_apply_is_lost", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.StateInputsHash = "" },
 			op:  OpNone, reason: ReasonStateLost, requeue: time.Minute},
 		{name: "order/5_cluster_inputs_hash_differs_from_state_applies",
@@ -336,7 +338,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("apply plan %+v", p)
 				}
 			})},
-		{name: "order/5_pool_inputs_hash_differs_from_state_applies", kind: KindMachinePool,
+		{name: "order/5_pool_inputs_hash_differs_from_state_applies", kind: v1alpha1.KindTerraformMachinePool,
 			mut: changed,
 			op:  OpApply, reason: ReasonInputsChanged,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -344,7 +346,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("apply plan %+v", p)
 				}
 			})},
-		{name: "order/5_machine_inputs_are_never_compared", kind: KindMachine,
+		{name: "order/5_machine_inputs_are_never_compared", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.Inputs = InputsBuilt; changed(o) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
 		{name: "order/6_newest_apply_failed_applies_again_though_inputs_match",
@@ -393,11 +395,11 @@ func TestDecideOrder(t *testing.T) {
 		{name: "order/6_a_failure_resolved_by_a_newer_success_is_not_retried",
 			mut: func(o *Observation) { o.Jobs = append(o.Jobs, failedApply(0, 3*time.Hour)) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
-		{name: "order/6_not_for_a_machine", kind: KindMachine,
+		{name: "order/6_not_for_a_machine", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.Jobs = append(o.Jobs, failedApply(2, 20*time.Minute)) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
 		{name: "order/6_apply_Job_deleted_while_it_ran_keeps_an_apply_of_the_current_inputs_due",
-			kind: KindMachinePool,
+			kind: v1alpha1.KindTerraformMachinePool,
 			mut:  func(o *Observation) { o.InterruptedApply = true },
 			op:   OpApply, reason: ReasonApplyInterrupted},
 		{name: "order/6_apply_Job_deleted_while_it_ran_is_guarded_on_a_cluster",
@@ -416,7 +418,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("remediation plan %+v", p)
 				}
 			})},
-		{name: "order/7_pool_remediation_applies_unguarded", kind: KindMachinePool,
+		{name: "order/7_pool_remediation_applies_unguarded", kind: v1alpha1.KindTerraformMachinePool,
 			mut: remediate,
 			op:  OpApply, reason: ReasonDriftRemediation,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -427,7 +429,7 @@ func TestDecideOrder(t *testing.T) {
 		{name: "order/7_drift_found_with_action_Report_does_not_apply",
 			mut: func(o *Observation) { o.DriftFound = true },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
-		{name: "order/7_a_machine_is_always_Report", kind: KindMachine,
+		{name: "order/7_a_machine_is_always_Report", kind: v1alpha1.KindTerraformMachine,
 			mut: remediate,
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
 		{name: "order/7_an_apply_that_succeeded_after_the_check_resolved_the_drift",
@@ -458,16 +460,16 @@ func TestDecideOrder(t *testing.T) {
 		{name: "state/unreadable_state_requeues_1m",
 			mut: func(o *Observation) { o.State = StateUnreadable; changed(o) },
 			op:  OpNone, reason: ReasonStateUnreadable, requeue: time.Minute},
-		{name: "inputs/a_dependency_not_ready_waits_30s_with_its_reason", kind: KindMachine,
+		{name: "inputs/a_dependency_not_ready_waits_30s_with_its_reason", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { noState(o); o.Inputs = InputsWaiting; o.InputsReason = "WaitingForBootstrapData" },
 			op:  OpNone, reason: "WaitingForBootstrapData", requeue: 30 * time.Second},
-		{name: "inputs/waiting_without_a_named_reason_waits_30s", kind: KindMachinePool,
+		{name: "inputs/waiting_without_a_named_reason_waits_30s", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { noState(o); o.Inputs = InputsWaiting },
 			op:  OpNone, reason: ReasonInputsNotRendered, requeue: 30 * time.Second},
 		{name: "inputs/too_large_waits_10m",
 			mut: func(o *Observation) { noState(o); o.Inputs = InputsTooLarge },
 			op:  OpNone, reason: ReasonInputsTooLarge, requeue: 10 * time.Minute},
-		{name: "inputs/not_rendered_with_an_apply_due_waits_30s", kind: KindMachine,
+		{name: "inputs/not_rendered_with_an_apply_due_waits_30s", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { noState(o); o.Inputs = InputsNotRendered },
 			op:  OpNone, reason: ReasonInputsNotRendered, requeue: 30 * time.Second},
 		{name: "inputs/cluster_drift_runs_on_the_current_inputs",
@@ -489,7 +491,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("drift plan %+v", p)
 				}
 			})},
-		{name: "inputs/machine_drift_always_runs_on_the_durable_inputs", kind: KindMachine,
+		{name: "inputs/machine_drift_always_runs_on_the_durable_inputs", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.LastDriftCheck = ago(40 * time.Minute)
 				o.Inputs = InputsBuilt
@@ -501,7 +503,7 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("drift plan %+v", p)
 				}
 			})},
-		{name: "inputs/durable_inputs_missing_holds_a_due_refresh_10m", kind: KindMachine,
+		{name: "inputs/durable_inputs_missing_holds_a_due_refresh_10m", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.LastDriftCheck = ago(40 * time.Minute); o.DurableInputsMissing = true },
 			op:  OpNone, reason: ReasonDurableInputsMissing, requeue: 10 * time.Minute},
 		{name: "inputs/durable_inputs_missing_does_not_hold_a_cluster_with_current_inputs",
@@ -519,7 +521,7 @@ func TestDecideOrder(t *testing.T) {
 func TestDecideSchedule(t *testing.T) {
 	const drift30 = 30 * time.Minute
 	cases := []dcase{
-		{name: "schedule/1_machine_refreshes_after_a_successful_apply", kind: KindMachine,
+		{name: "schedule/1_machine_refreshes_after_a_successful_apply", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Jobs = append(o.Jobs, JobRecord{Name: "a2", Op: OpApply, Attempt: 2, Finished: ago(time.Minute), Succeeded: true})
 				o.LastRefresh = ago(2 * time.Minute)
@@ -530,89 +532,89 @@ func TestDecideSchedule(t *testing.T) {
 					t.Fatalf("refresh plan %+v", p)
 				}
 			})},
-		{name: "schedule/1_pool_refreshes_after_a_successful_apply", kind: KindMachinePool,
+		{name: "schedule/1_pool_refreshes_after_a_successful_apply", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.LastApply = ago(time.Second) },
 			op:  OpRefresh, reason: ReasonPostApplyRefresh},
 		{name: "schedule/1_a_cluster_takes_no_post_apply_refresh",
 			mut: func(o *Observation) { o.LastApply = ago(time.Second) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
-		{name: "schedule/1_a_definite_apply_reading_stands_in_for_the_post_apply_refresh", kind: KindMachine,
+		{name: "schedule/1_a_definite_apply_reading_stands_in_for_the_post_apply_refresh", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.LastApply = ago(time.Minute); o.LastRefresh = o.LastApply },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
-		{name: "schedule/1_a_drift_check_after_the_apply_also_took_the_reading", kind: KindMachine,
+		{name: "schedule/1_a_drift_check_after_the_apply_also_took_the_reading", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.LastApply = ago(10 * time.Minute); o.LastRefresh = ago(time.Hour) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
-		{name: "schedule/1_a_refresh_bookkept_this_pass_took_the_post_apply_reading", kind: KindMachine,
+		{name: "schedule/1_a_refresh_bookkept_this_pass_took_the_post_apply_reading", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.LastApply = ago(time.Minute)
 				o.LastRefresh = ago(time.Hour)
 				o.Jobs = append(o.Jobs, JobRecord{Name: "r", Op: OpRefresh, Attempt: 3, Finished: ago(10 * time.Second), Succeeded: true})
 			},
 			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(30*time.Minute)},
-		{name: "schedule/2_pool_membership_converging_refreshes_every_30s", kind: KindMachinePool,
+		{name: "schedule/2_pool_membership_converging_refreshes_every_30s", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.MembershipConverging = true; o.LastRefresh = ago(40 * time.Second) },
 			op:  OpRefresh, reason: ReasonMembershipConverging},
-		{name: "schedule/2_pool_membership_converging_requeues_at_30s_plus_jitter", kind: KindMachinePool,
+		{name: "schedule/2_pool_membership_converging_requeues_at_30s_plus_jitter", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.MembershipConverging = true },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
-		{name: "schedule/2_pool_converging_uses_its_membership_interval_when_shorter", kind: KindMachinePool,
+		{name: "schedule/2_pool_converging_uses_its_membership_interval_when_shorter", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.MembershipConverging = true; o.MembershipRefreshIntervalSeconds = 15 },
 			op:  OpNone, reason: ReasonScheduled, requeue: 5*time.Second + j(15*time.Second)},
-		{name: "schedule/2_pool_pending_health_refreshes_every_30s_flat", kind: KindMachinePool,
+		{name: "schedule/2_pool_pending_health_refreshes_every_30s_flat", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) {
 				o.Health = HealthPending
 				o.PendingRefreshes = 4
 				o.LastRefresh = ago(31 * time.Second)
 			},
 			op: OpRefresh, reason: ReasonHealthPending},
-		{name: "schedule/2_pool_pending_health_is_not_backed_off", kind: KindMachinePool,
+		{name: "schedule/2_pool_pending_health_is_not_backed_off", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.Health = HealthPending; o.PendingRefreshes = 6 },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
-		{name: "schedule/3_pending_health_of_a_machine_refreshes_after_30s", kind: KindMachine,
+		{name: "schedule/3_pending_health_of_a_machine_refreshes_after_30s", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Health = HealthPending
 				o.PendingRefreshes = 1
 				o.LastRefresh = ago(31 * time.Second)
 			},
 			op: OpRefresh, reason: ReasonHealthPending},
-		{name: "schedule/3_pending_health_refreshes_even_with_drift_disabled", kind: KindMachine,
+		{name: "schedule/3_pending_health_refreshes_even_with_drift_disabled", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.Health = HealthPending; o.Drift.IntervalSeconds = ptr.To[int32](0) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 20*time.Second + j(30*time.Second)},
-		{name: "schedule/4_pool_membership_refresh_interval_elapsed", kind: KindMachinePool,
+		{name: "schedule/4_pool_membership_refresh_interval_elapsed", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.LastRefresh = ago(70 * time.Second) },
 			op:  OpRefresh, reason: ReasonMembershipRefreshDue},
-		{name: "schedule/4_pool_membership_interval_unset_means_60s", kind: KindMachinePool,
+		{name: "schedule/4_pool_membership_interval_unset_means_60s", kind: v1alpha1.KindTerraformMachinePool,
 			op: OpNone, reason: ReasonScheduled, requeue: 50*time.Second + j(time.Minute)},
-		{name: "schedule/4_pool_membership_interval_as_configured", kind: KindMachinePool,
+		{name: "schedule/4_pool_membership_interval_as_configured", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { o.MembershipRefreshIntervalSeconds = 120 },
 			op:  OpNone, reason: ReasonScheduled, requeue: 110*time.Second + j(2*time.Minute)},
-		{name: "schedule/5_machine_health_check_interval_with_annotateMachine", kind: KindMachine,
+		{name: "schedule/5_machine_health_check_interval_with_annotateMachine", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{AnnotateMachine: true, HealthCheckIntervalSeconds: 120}
 				o.LastRefresh = ago(3 * time.Minute)
 			},
 			op: OpRefresh, reason: ReasonHealthCheckDue},
-		{name: "schedule/5_health_check_interval_defaults_to_300s", kind: KindMachine,
+		{name: "schedule/5_health_check_interval_defaults_to_300s", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{AnnotateMachine: true}
 				o.LastRefresh = ago(4 * time.Minute)
 				o.LastDriftCheck = ago(5 * time.Minute)
 			},
 			op: OpNone, reason: ReasonScheduled, requeue: time.Minute + j(5*time.Minute)},
-		{name: "schedule/5_health_check_interval_is_independent_of_drift_interval_0", kind: KindMachine,
+		{name: "schedule/5_health_check_interval_is_independent_of_drift_interval_0", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{AnnotateMachine: true, HealthCheckIntervalSeconds: 60}
 				o.Drift.IntervalSeconds = ptr.To[int32](0)
 				o.LastRefresh, o.LastDriftCheck = ago(2*time.Minute), time.Time{}
 			},
 			op: OpRefresh, reason: ReasonHealthCheckDue},
-		{name: "schedule/5_no_health_check_refresh_without_annotateMachine", kind: KindMachine,
+		{name: "schedule/5_no_health_check_refresh_without_annotateMachine", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{HealthCheckIntervalSeconds: 60}
 				o.LastRefresh = ago(4 * time.Minute)
 			},
 			op: OpNone, reason: ReasonScheduled, requeue: 25*time.Minute + j(drift30)},
-		{name: "schedule/5_health_check_refresh_only_once_provisioned", kind: KindMachine,
+		{name: "schedule/5_health_check_refresh_only_once_provisioned", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Remediation = RemediationSettings{AnnotateMachine: true, HealthCheckIntervalSeconds: 60}
 				o.Provisioned = false
@@ -641,7 +643,7 @@ func TestDecideSchedule(t *testing.T) {
 				o.Jobs = nil
 			},
 			op: OpDrift, reason: ReasonDriftDue},
-		{name: "schedule/6_later_re_applies_do_not_postpone_the_next_drift_check", kind: KindMachinePool,
+		{name: "schedule/6_later_re_applies_do_not_postpone_the_next_drift_check", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) {
 				o.LastDriftCheck = ago(31 * time.Minute)
 				o.LastApply = ago(2 * time.Minute)
@@ -660,40 +662,40 @@ func TestDecideSchedule(t *testing.T) {
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
-		{name: "schedule/6_interval_0_disables_drift_for_a_machine", kind: KindMachine,
+		{name: "schedule/6_interval_0_disables_drift_for_a_machine", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Drift.IntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpNone, reason: ReasonUpToDate, requeue: 0},
-		{name: "schedule/6_inherited_defaults_interval_0_disables_a_machine's_drift", kind: KindMachine,
+		{name: "schedule/6_inherited_defaults_interval_0_disables_a_machine's_drift", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpNone, reason: ReasonUpToDate, requeue: 0},
-		{name: "schedule/6_a_machine's_own_interval_wins_over_the_inherited_default", kind: KindMachine,
+		{name: "schedule/6_a_machine's_own_interval_wins_over_the_inherited_default", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Drift.IntervalSeconds = ptr.To[int32](600)
 				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 			},
 			op: OpNone, reason: ReasonScheduled, requeue: 5*time.Minute + j(10*time.Minute)},
-		{name: "schedule/6_a_machine_inherits_the_cluster_defaults_interval", kind: KindMachine,
+		{name: "schedule/6_a_machine_inherits_the_cluster_defaults_interval", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.Drift.DefaultsIntervalSeconds = ptr.To[int32](900) },
 			op:  OpNone, reason: ReasonScheduled, requeue: 10*time.Minute + j(15*time.Minute)},
-		{name: "schedule/6_interval_0_never_disables_a_pool's_drift", kind: KindMachinePool,
+		{name: "schedule/6_interval_0_never_disables_a_pool's_drift", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) {
 				o.Drift.IntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(3 * time.Hour)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
-		{name: "schedule/6_inherited_defaults_interval_0_leaves_a_pool_on_the_manager_default", kind: KindMachinePool,
+		{name: "schedule/6_inherited_defaults_interval_0_leaves_a_pool_on_the_manager_default", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) {
 				o.Drift.DefaultsIntervalSeconds = ptr.To[int32](0)
 				o.LastDriftCheck = ago(31 * time.Minute)
 			},
 			op: OpDrift, reason: ReasonDriftDue},
-		{name: "schedule/6_an_applied_object_not_yet_provisioned_is_still_checked", kind: KindMachine,
+		{name: "schedule/6_an_applied_object_not_yet_provisioned_is_still_checked", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) { o.Provisioned = false; o.LastDriftCheck = ago(3 * time.Hour) },
 			op:  OpDrift, reason: ReasonDriftDue},
 		{name: "schedule/7_otherwise_requeue_at_the_soonest_due",
@@ -701,14 +703,14 @@ func TestDecideSchedule(t *testing.T) {
 		{name: "schedule/7_nothing_scheduled_waits_for_a_watch_event",
 			mut: func(o *Observation) { o.Drift.IntervalSeconds = ptr.To[int32](0) },
 			op:  OpNone, reason: ReasonUpToDate, requeue: 0},
-		{name: "schedule/the_first_one_due_in_order_wins", kind: KindMachine,
+		{name: "schedule/the_first_one_due_in_order_wins", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.LastApply = ago(time.Hour)
 				o.LastRefresh, o.LastDriftCheck = ago(2*time.Hour), ago(2*time.Hour)
 				o.Health = HealthPending
 			},
 			op: OpRefresh, reason: ReasonPostApplyRefresh},
-		{name: "schedule/a_failed_post_apply_refresh_stays_due_under_backoff", kind: KindMachine,
+		{name: "schedule/a_failed_post_apply_refresh_stays_due_under_backoff", kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.LastApply = ago(time.Minute)
 				o.LastRefresh = ago(time.Hour)
@@ -734,7 +736,7 @@ func TestDecideSchedule(t *testing.T) {
 			})},
 	}
 	// Pending health of a cluster or machine: 30s, 1m, 2m, 4m, then 5m.
-	for _, kind := range []Kind{KindCluster, KindMachine} {
+	for _, kind := range []v1alpha1.WorkloadKind{v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine} {
 		for k, delay := range []time.Duration{30 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute} {
 			cases = append(cases, dcase{
 				name: fmt.Sprintf("schedule/3_pending_backoff_%s_after_%d_pending_samples_is_%s",
@@ -1100,7 +1102,7 @@ func TestDecideApproval(t *testing.T) {
 		{name: "approval/a_blocked_drift_remediation_counts_toward_no_remediation_cap",
 			mut: func(o *Observation) { blockedRemediation(o); o.ApproveDestructivePlan = hashA; o.History.Failed = 1 },
 			op:  OpApply, reason: ReasonDriftRemediation},
-		{name: "approval/a_pool_has_no_applyPolicy_and_no_guard", kind: KindMachinePool,
+		{name: "approval/a_pool_has_no_applyPolicy_and_no_guard", kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) { manual(o); changed(o) },
 			op:  OpApply, reason: ReasonInputsChanged,
 			check: wantJob(func(t *testing.T, p *JobPlan, o Observation) {
@@ -1108,7 +1110,7 @@ func TestDecideApproval(t *testing.T) {
 					t.Fatalf("apply plan %+v", p)
 				}
 			})},
-		{name: "approval/a_blocked_marker_on_a_pool_is_ignored", kind: KindMachinePool,
+		{name: "approval/a_blocked_marker_on_a_pool_is_ignored", kind: v1alpha1.KindTerraformMachinePool,
 			mut: blockedB,
 			op:  OpApply, reason: ReasonInputsChanged},
 	})
@@ -1133,7 +1135,7 @@ func TestDecideRejectsInvalidObservations(t *testing.T) {
 		{"job_attempt", func(o *Observation) { o.Jobs[0].Attempt = -2 }, "negative attempt"},
 	} {
 		t.Run("invalid/"+c.name, func(t *testing.T) {
-			o := steady(KindCluster)
+			o := steady(v1alpha1.KindTerraformCluster)
 			c.mut(&o)
 			d, err := Decide(o)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -1147,7 +1149,7 @@ func TestDecideRejectsInvalidObservations(t *testing.T) {
 }
 
 func TestDecideIsDeterministic(t *testing.T) {
-	o := steady(KindMachinePool)
+	o := steady(v1alpha1.KindTerraformMachinePool)
 	changed(&o)
 	a := mustDecide(t, o)
 	// The order of the retained Jobs does not matter.

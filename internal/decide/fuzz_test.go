@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // fuzzObservation builds a valid Observation from fuzzed values. flags
@@ -23,7 +25,7 @@ func fuzzObservation(kind uint8, flags uint64, offsets [4]int32, pending int, me
 	hashes := [...]string{hashA, hashB, "", current}
 
 	o := Observation{
-		Kind:                             [...]Kind{KindCluster, KindMachine, KindMachinePool}[kind%3],
+		Kind:                             [...]v1alpha1.WorkloadKind{v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine, v1alpha1.KindTerraformMachinePool}[kind%3],
 		Name:                             "obj",
 		UID:                              uid,
 		Now:                              t0,
@@ -170,7 +172,7 @@ func FuzzDecide(f *testing.F) {
 		if o.Deleting && (d.Op == OpApply || d.Op == OpPlan || d.Op == OpRefresh || d.Op == OpDrift) {
 			t.Fatalf("%s while deleting", d.Op)
 		}
-		if d.Op == OpPlan && o.Kind != KindCluster {
+		if d.Op == OpPlan && o.Kind != v1alpha1.KindTerraformCluster {
 			t.Fatalf("plan for a %s", o.Kind)
 		}
 		// Pruning never drops an operation's newest success, nor (while no

@@ -55,7 +55,7 @@ type HealthSample struct {
 
 // HealthFacts are the inputs of the InfrastructureHealthy mapping.
 type HealthFacts struct {
-	Kind Kind
+	Kind v1alpha1.WorkloadKind
 	// ApplyStarted: an apply of the object has started at least once.
 	ApplyStarted bool
 	// Provisioned is status.initialization.provisioned (after this pass's
@@ -89,7 +89,7 @@ func InfrastructureHealthy(f HealthFacts) HealthCondition {
 		return HealthCondition{ConditionUnknown, reasonHealthUnknown}
 	}
 	s := f.Sample
-	if f.Kind == KindMachine && s.ProviderIDMissing {
+	if f.Kind == v1alpha1.KindTerraformMachine && s.ProviderIDMissing {
 		if f.PreviousReason == reasonProviderIDMissing || f.PreviousReason == reasonInstanceTerminated {
 			return HealthCondition{ConditionFalse, reasonInstanceTerminated}
 		}
@@ -179,7 +179,7 @@ type ProvisionFacts struct {
 //     pending;
 //   - pool: an applied inputs hash and health not pending (an empty
 //     provider ID list is fine, a pool may scale to zero).
-func Provisioned(kind Kind, latched bool, f ProvisionFacts) bool {
+func Provisioned(kind v1alpha1.WorkloadKind, latched bool, f ProvisionFacts) bool {
 	if latched {
 		return true
 	}
@@ -187,11 +187,11 @@ func Provisioned(kind Kind, latched bool, f ProvisionFacts) bool {
 		return false
 	}
 	switch kind {
-	case KindCluster:
+	case v1alpha1.KindTerraformCluster:
 		return f.OutputsValid
-	case KindMachine:
+	case v1alpha1.KindTerraformMachine:
 		return f.ProviderIDSet
-	case KindMachinePool:
+	case v1alpha1.KindTerraformMachinePool:
 		return true
 	}
 	return false

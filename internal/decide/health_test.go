@@ -1,6 +1,10 @@
 package decide
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+)
 
 func TestInfrastructureHealthy(t *testing.T) {
 	// Book: Drift and Health, "From module health to InfrastructureHealthy".
@@ -14,41 +18,41 @@ func TestInfrastructureHealthy(t *testing.T) {
 		reason string
 	}{
 		{"health/no_apply_has_started_yet_is_Unknown_WaitingForProvisioning",
-			HealthFacts{Kind: KindMachine}, ConditionUnknown, "WaitingForProvisioning"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine}, ConditionUnknown, "WaitingForProvisioning"},
 		{"health/before_provisioned_since_the_first_apply_started_is_False_Provisioning",
-			HealthFacts{Kind: KindMachine, ApplyStarted: true, Sample: s(HealthPending, false)}, ConditionFalse, "Provisioning"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, ApplyStarted: true, Sample: s(HealthPending, false)}, ConditionFalse, "Provisioning"},
 		{"health/pending_is_False_InstancePending",
-			HealthFacts{Kind: KindCluster, ApplyStarted: true, Provisioned: true, Sample: s(HealthPending, true)}, ConditionFalse, "InstancePending"},
+			HealthFacts{Kind: v1alpha1.KindTerraformCluster, ApplyStarted: true, Provisioned: true, Sample: s(HealthPending, true)}, ConditionFalse, "InstancePending"},
 		{"health/running_healthy_is_True_Healthy",
-			HealthFacts{Kind: KindCluster, Provisioned: true, Sample: s(HealthRunning, true)}, ConditionTrue, "Healthy"},
+			HealthFacts{Kind: v1alpha1.KindTerraformCluster, Provisioned: true, Sample: s(HealthRunning, true)}, ConditionTrue, "Healthy"},
 		{"health/running_unhealthy_is_False_InstanceUnhealthy",
-			HealthFacts{Kind: KindMachinePool, Provisioned: true, Sample: s(HealthRunning, false)}, ConditionFalse, "InstanceUnhealthy"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachinePool, Provisioned: true, Sample: s(HealthRunning, false)}, ConditionFalse, "InstanceUnhealthy"},
 		{"health/degraded_is_False_InstanceDegraded",
-			HealthFacts{Kind: KindMachine, Provisioned: true, Sample: s(HealthDegraded, true)}, ConditionFalse, "InstanceDegraded"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, Sample: s(HealthDegraded, true)}, ConditionFalse, "InstanceDegraded"},
 		{"health/stopped_is_False_InstanceStopped",
-			HealthFacts{Kind: KindMachine, Provisioned: true, Sample: s(HealthStopped, false)}, ConditionFalse, "InstanceStopped"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, Sample: s(HealthStopped, false)}, ConditionFalse, "InstanceStopped"},
 		{"health/terminated_is_False_InstanceTerminated",
-			HealthFacts{Kind: KindMachine, Provisioned: true, Sample: s(HealthTerminated, false)}, ConditionFalse, "InstanceTerminated"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, Sample: s(HealthTerminated, false)}, ConditionFalse, "InstanceTerminated"},
 		{"health/unknown_is_Unknown_HealthUnknown",
-			HealthFacts{Kind: KindMachine, Provisioned: true, Sample: s(HealthUnknown, true)}, ConditionUnknown, "HealthUnknown"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, Sample: s(HealthUnknown, true)}, ConditionUnknown, "HealthUnknown"},
 		{"health/no_health_output_at_all_is_Unknown_HealthUnknown",
-			HealthFacts{Kind: KindMachine, Provisioned: true, Sample: s(HealthNone, false)}, ConditionUnknown, "HealthUnknown"},
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, Sample: s(HealthNone, false)}, ConditionUnknown, "HealthUnknown"},
 		{"health/no_reading_yet_after_provisioning_is_Unknown_HealthUnknown",
-			HealthFacts{Kind: KindCluster, Provisioned: true}, ConditionUnknown, "HealthUnknown"},
+			HealthFacts{Kind: v1alpha1.KindTerraformCluster, Provisioned: true}, ConditionUnknown, "HealthUnknown"},
 		{"health/provider_id_missing_once_is_Unknown_ProviderIDMissing",
-			HealthFacts{Kind: KindMachine, Provisioned: true, PreviousReason: "Healthy",
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, PreviousReason: "Healthy",
 				Sample: &HealthSample{State: HealthRunning, Healthy: true, ProviderIDMissing: true}}, ConditionUnknown, "ProviderIDMissing"},
 		{"health/provider_id_missing_twice_is_read_as_terminated",
-			HealthFacts{Kind: KindMachine, Provisioned: true, PreviousReason: "ProviderIDMissing",
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, PreviousReason: "ProviderIDMissing",
 				Sample: &HealthSample{State: HealthRunning, Healthy: true, ProviderIDMissing: true}}, ConditionFalse, "InstanceTerminated"},
 		{"health/provider_id_still_missing_stays_terminated",
-			HealthFacts{Kind: KindMachine, Provisioned: true, PreviousReason: "InstanceTerminated",
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, PreviousReason: "InstanceTerminated",
 				Sample: &HealthSample{State: HealthRunning, Healthy: true, ProviderIDMissing: true}}, ConditionFalse, "InstanceTerminated"},
 		{"health/provider_id_back_reads_the_health_output_again",
-			HealthFacts{Kind: KindMachine, Provisioned: true, PreviousReason: "ProviderIDMissing",
+			HealthFacts{Kind: v1alpha1.KindTerraformMachine, Provisioned: true, PreviousReason: "ProviderIDMissing",
 				Sample: s(HealthRunning, true)}, ConditionTrue, "Healthy"},
 		{"health/provider_id_missing_only_matters_for_a_machine",
-			HealthFacts{Kind: KindMachinePool, Provisioned: true, PreviousReason: "ProviderIDMissing",
+			HealthFacts{Kind: v1alpha1.KindTerraformMachinePool, Provisioned: true, PreviousReason: "ProviderIDMissing",
 				Sample: &HealthSample{State: HealthRunning, Healthy: true, ProviderIDMissing: true}}, ConditionTrue, "Healthy"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -133,21 +137,21 @@ func TestProvisionedLatch(t *testing.T) {
 	all := ProvisionFacts{AppliedHash: true, OutputsValid: true, ProviderIDSet: true, Health: HealthRunning}
 	for _, c := range []struct {
 		name    string
-		kind    Kind
+		kind    v1alpha1.WorkloadKind
 		latched bool
 		f       ProvisionFacts
 		want    bool
 	}{
-		{"provisioned/cluster_applied_hash_valid_outputs_not_pending", KindCluster, false, all, true},
-		{"provisioned/cluster_waits_for_valid_outputs", KindCluster, false, ProvisionFacts{AppliedHash: true, Health: HealthRunning}, false},
-		{"provisioned/cluster_waits_while_pending", KindCluster, false, ProvisionFacts{AppliedHash: true, OutputsValid: true, Health: HealthPending}, false},
-		{"provisioned/nothing_before_a_successful_apply", KindCluster, false, ProvisionFacts{OutputsValid: true, ProviderIDSet: true, Health: HealthRunning}, false},
-		{"provisioned/machine_applied_hash_provider_id_not_pending", KindMachine, false, ProvisionFacts{AppliedHash: true, ProviderIDSet: true, Health: HealthDegraded}, true},
-		{"provisioned/machine_waits_for_provider_id", KindMachine, false, ProvisionFacts{AppliedHash: true, OutputsValid: true, Health: HealthRunning}, false},
-		{"provisioned/machine_waits_while_pending", KindMachine, false, ProvisionFacts{AppliedHash: true, ProviderIDSet: true, Health: HealthPending}, false},
-		{"provisioned/pool_needs_no_provider_ids_it_may_scale_to_zero", KindMachinePool, false, ProvisionFacts{AppliedHash: true, Health: HealthRunning}, true},
-		{"provisioned/pool_waits_while_pending", KindMachinePool, false, ProvisionFacts{AppliedHash: true, Health: HealthPending}, false},
-		{"provisioned/latched_stays_true_whatever_health_says", KindMachine, true, ProvisionFacts{Health: HealthPending}, true},
+		{"provisioned/cluster_applied_hash_valid_outputs_not_pending", v1alpha1.KindTerraformCluster, false, all, true},
+		{"provisioned/cluster_waits_for_valid_outputs", v1alpha1.KindTerraformCluster, false, ProvisionFacts{AppliedHash: true, Health: HealthRunning}, false},
+		{"provisioned/cluster_waits_while_pending", v1alpha1.KindTerraformCluster, false, ProvisionFacts{AppliedHash: true, OutputsValid: true, Health: HealthPending}, false},
+		{"provisioned/nothing_before_a_successful_apply", v1alpha1.KindTerraformCluster, false, ProvisionFacts{OutputsValid: true, ProviderIDSet: true, Health: HealthRunning}, false},
+		{"provisioned/machine_applied_hash_provider_id_not_pending", v1alpha1.KindTerraformMachine, false, ProvisionFacts{AppliedHash: true, ProviderIDSet: true, Health: HealthDegraded}, true},
+		{"provisioned/machine_waits_for_provider_id", v1alpha1.KindTerraformMachine, false, ProvisionFacts{AppliedHash: true, OutputsValid: true, Health: HealthRunning}, false},
+		{"provisioned/machine_waits_while_pending", v1alpha1.KindTerraformMachine, false, ProvisionFacts{AppliedHash: true, ProviderIDSet: true, Health: HealthPending}, false},
+		{"provisioned/pool_needs_no_provider_ids_it_may_scale_to_zero", v1alpha1.KindTerraformMachinePool, false, ProvisionFacts{AppliedHash: true, Health: HealthRunning}, true},
+		{"provisioned/pool_waits_while_pending", v1alpha1.KindTerraformMachinePool, false, ProvisionFacts{AppliedHash: true, Health: HealthPending}, false},
+		{"provisioned/latched_stays_true_whatever_health_says", v1alpha1.KindTerraformMachine, true, ProvisionFacts{Health: HealthPending}, true},
 		{"provisioned/unknown_kind_never", "Other", false, all, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

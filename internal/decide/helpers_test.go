@@ -3,6 +3,8 @@ package decide
 import (
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -20,7 +22,7 @@ func ago(d time.Duration) time.Time { return t0.Add(-d) }
 // state carries the current inputs hash, its last apply succeeded two hours
 // ago, it was refreshed ten seconds ago and drift-checked five minutes ago
 // (drift every 30 minutes by the manager's default).
-func steady(kind Kind) Observation {
+func steady(kind v1alpha1.WorkloadKind) Observation {
 	o := Observation{
 		Kind:              kind,
 		Name:              "web",
@@ -43,7 +45,7 @@ func steady(kind Kind) Observation {
 			{Name: "apply-1", Op: OpApply, Attempt: 1, Finished: ago(2 * time.Hour), Succeeded: true, InputsHash: hashA},
 		},
 	}
-	if kind == KindMachine {
+	if kind == v1alpha1.KindTerraformMachine {
 		o.Inputs = InputsNotRendered
 		o.CurrentInputsHash = ""
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // MaxJobNameLength is the longest Job name: a pod named after the Job (plus
@@ -25,7 +27,7 @@ const MaxAttempt = 1 << 30
 // drift, drift remediation and restore). When the name would exceed 57
 // characters, the object name is replaced by the first 16 hex characters of
 // its SHA-256.
-func JobName(kind Kind, name string, op Operation, attempt int, inputsHash string, tick int64) string {
+func JobName(kind v1alpha1.WorkloadKind, name string, op Operation, attempt int, inputsHash string, tick int64) string {
 	attempt = min(max(attempt, 0), MaxAttempt)
 	var num [40]byte
 	a := strconv.AppendInt(num[:0], int64(attempt), 10)

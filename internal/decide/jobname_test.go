@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 func TestJobName(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		kind    Kind
+		kind    v1alpha1.WorkloadKind
 		object  string
 		op      Operation
 		attempt int
@@ -19,15 +21,15 @@ func TestJobName(t *testing.T) {
 		want    string
 	}{
 		// Golden names: hash6 is sha256("<inputs hash>\0<op>\0<attempt>\0<tick>")[:6].
-		{"job_name/captf_kindshort_name_op_attempt_hash6", KindMachine, "web-0", OpApply, 1, hashA, 0,
+		{"job_name/captf_kindshort_name_op_attempt_hash6", v1alpha1.KindTerraformMachine, "web-0", OpApply, 1, hashA, 0,
 			"captf-m-web-0-apply-a1-e54935"},
-		{"job_name/refresh_carries_its_tick_in_the_hash", KindMachinePool, "workers", OpRefresh, 3, hashA, 1772366400,
+		{"job_name/refresh_carries_its_tick_in_the_hash", v1alpha1.KindTerraformMachinePool, "workers", OpRefresh, 3, hashA, 1772366400,
 			"captf-mp-workers-refresh-a3-4fe03d"},
-		{"job_name/cluster_kindshort_is_c", KindCluster, "prod", OpApply, 1, hashA, 0,
+		{"job_name/cluster_kindshort_is_c", v1alpha1.KindTerraformCluster, "prod", OpApply, 1, hashA, 0,
 			"captf-c-prod-apply-a1-e54935"},
-		{"job_name/exactly_57_characters_keeps_the_object_name", KindCluster, strings.Repeat("a", 33), OpApply, 1, hashA, 0,
+		{"job_name/exactly_57_characters_keeps_the_object_name", v1alpha1.KindTerraformCluster, strings.Repeat("a", 33), OpApply, 1, hashA, 0,
 			"captf-c-" + strings.Repeat("a", 33) + "-apply-a1-e54935"},
-		{"job_name/over_57_characters_replaces_the_object_name_with_a_hash", KindCluster, strings.Repeat("a", 34), OpApply, 1, hashA, 0,
+		{"job_name/over_57_characters_replaces_the_object_name_with_a_hash", v1alpha1.KindTerraformCluster, strings.Repeat("a", 34), OpApply, 1, hashA, 0,
 			"captf-c-a27c896c48592048-apply-a1-e54935"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,15 +43,15 @@ func TestJobName(t *testing.T) {
 		})
 	}
 
-	base := JobName(KindMachine, "web-0", OpRefresh, 2, hashA, 100)
+	base := JobName(v1alpha1.KindTerraformMachine, "web-0", OpRefresh, 2, hashA, 100)
 	for _, c := range []struct {
 		name  string
 		other string
 	}{
-		{"job_name/hash_input_inputs_hash", JobName(KindMachine, "web-0", OpRefresh, 2, hashB, 100)},
-		{"job_name/hash_input_operation", JobName(KindMachine, "web-0", OpDrift, 2, hashA, 100)},
-		{"job_name/hash_input_attempt", JobName(KindMachine, "web-0", OpRefresh, 3, hashA, 100)},
-		{"job_name/hash_input_tick", JobName(KindMachine, "web-0", OpRefresh, 2, hashA, 101)},
+		{"job_name/hash_input_inputs_hash", JobName(v1alpha1.KindTerraformMachine, "web-0", OpRefresh, 2, hashB, 100)},
+		{"job_name/hash_input_operation", JobName(v1alpha1.KindTerraformMachine, "web-0", OpDrift, 2, hashA, 100)},
+		{"job_name/hash_input_attempt", JobName(v1alpha1.KindTerraformMachine, "web-0", OpRefresh, 3, hashA, 100)},
+		{"job_name/hash_input_tick", JobName(v1alpha1.KindTerraformMachine, "web-0", OpRefresh, 2, hashA, 101)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.other[len(c.other)-6:] == base[len(base)-6:] {
@@ -60,7 +62,7 @@ func TestJobName(t *testing.T) {
 
 	t.Run("job_name/every_name_fits_57_characters_and_a_DNS_label", func(t *testing.T) {
 		label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-		for _, kind := range []Kind{KindCluster, KindMachine, KindMachinePool} {
+		for _, kind := range []v1alpha1.WorkloadKind{v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine, v1alpha1.KindTerraformMachinePool} {
 			for _, op := range jobOps {
 				for _, n := range []string{"x", strings.Repeat("n", 40), strings.Repeat("long-machine-name-", 14)} {
 					for _, a := range []int{1, 99, MaxAttempt, MaxAttempt * 4, -1} {
@@ -77,7 +79,7 @@ func TestJobName(t *testing.T) {
 
 func TestJobNamesInDecisions(t *testing.T) {
 	dueRefresh := func() Observation {
-		o := steady(KindMachine)
+		o := steady(v1alpha1.KindTerraformMachine)
 		o.LastApply = ago(time.Minute)
 		o.LastRefresh = ago(time.Hour)
 		o.Jobs = append(o.Jobs, JobRecord{Name: "r1", Op: OpRefresh, Attempt: 1, Finished: ago(time.Hour), Succeeded: true})
@@ -110,10 +112,10 @@ func TestJobNamesInDecisions(t *testing.T) {
 		}
 	})
 	t.Run("job_name/a_drift_remediation_carries_its_own_tick", func(t *testing.T) {
-		o := steady(KindMachinePool)
+		o := steady(v1alpha1.KindTerraformMachinePool)
 		remediate(&o)
 		rem := mustDecide(t, o)
-		o = steady(KindMachinePool)
+		o = steady(v1alpha1.KindTerraformMachinePool)
 		o.InterruptedApply = true
 		plain := mustDecide(t, o)
 		if rem.Job.Attempt != plain.Job.Attempt || rem.Job.InputsHash != plain.Job.InputsHash || rem.Job.Name == plain.Job.Name {
@@ -121,7 +123,7 @@ func TestJobNamesInDecisions(t *testing.T) {
 		}
 	})
 	t.Run("job_name/a_restore_carries_its_serial_as_tick", func(t *testing.T) {
-		o := steady(KindCluster)
+		o := steady(v1alpha1.KindTerraformCluster)
 		o.Restore = &RestoreRequest{Serial: 4, BackupFound: true}
 		a := mustDecide(t, o)
 		o.Restore = &RestoreRequest{Serial: 5, BackupFound: true}
@@ -131,7 +133,7 @@ func TestJobNamesInDecisions(t *testing.T) {
 		}
 	})
 	t.Run("job_name/a_corrupt_attempt_label_cannot_overflow_the_next_attempt", func(t *testing.T) {
-		o := steady(KindCluster)
+		o := steady(v1alpha1.KindTerraformCluster)
 		changed(&o)
 		o.Jobs[0].Attempt = int(^uint(0) >> 1)
 		d := mustDecide(t, o)

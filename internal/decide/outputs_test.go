@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // missing is a finished Job of op on hash whose runner found the module
@@ -20,7 +22,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 	runCases(t, []dcase{
 		{
 			name: "null_semantics/undeclared_output_after_a_successful_apply_runs_nothing_more",
-			kind: KindMachinePool,
+			kind: v1alpha1.KindTerraformMachinePool,
 			mut: func(o *Observation) {
 				// The post-apply refresh and the pending-health refresh would
 				// otherwise both be due.
@@ -33,7 +35,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/failed_apply_of_a_module_missing_outputs_is_not_retried",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.Jobs = append(o.Jobs, missing("apply-2", OpApply, hashA, 30*time.Minute, false, "exports"))
 			},
@@ -41,7 +43,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/machine_refreshes_on_its_durable_inputs_stop_too",
-			kind: KindMachine,
+			kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Jobs = []JobRecord{missing("apply-1", OpApply, hashA, 2*time.Hour, true, "interruptible")}
 				o.Provisioned = false
@@ -52,7 +54,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/a_plan_finding_them_holds_the_manual_apply",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.ApplyPolicy = ApplyManual
 				o.CurrentInputsHash = hashB
@@ -62,7 +64,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/a_new_image_is_new_inputs_and_applies",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.Jobs = append(o.Jobs, missing("refresh-1", OpRefresh, hashA, time.Minute, true, "exports"))
 				o.CurrentInputsHash = hashB
@@ -71,7 +73,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/a_newer_check_that_finds_every_output_clears_the_hold",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.Jobs = []JobRecord{
 					missing("apply-1", OpApply, hashA, 3*time.Hour, true, "exports"),
@@ -82,7 +84,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/a_run_that_did_not_check_says_nothing_either_way",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.Jobs = []JobRecord{
 					missing("apply-1", OpApply, hashA, 3*time.Hour, true, "exports"),
@@ -93,7 +95,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/deletion_still_destroys",
-			kind: KindMachine,
+			kind: v1alpha1.KindTerraformMachine,
 			mut: func(o *Observation) {
 				o.Deleting = true
 				o.Jobs = []JobRecord{missing("apply-1", OpApply, hashA, time.Hour, true, "provider_id")}
@@ -102,7 +104,7 @@ func TestDecideOutputsMissing(t *testing.T) {
 		},
 		{
 			name: "null_semantics/a_requested_restore_still_runs",
-			kind: KindCluster,
+			kind: v1alpha1.KindTerraformCluster,
 			mut: func(o *Observation) {
 				o.Restore = &RestoreRequest{Serial: 4, BackupFound: true}
 				o.Jobs = append(o.Jobs, missing("apply-2", OpApply, hashA, time.Minute, true, "exports"))

@@ -3,6 +3,8 @@ package decide
 import (
 	"math/bits"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Schedule intervals (book: The Reconcile Lifecycle, Drift and Health,
@@ -57,7 +59,7 @@ type DriftInterval struct {
 // manager default. 0 turns drift off for a cluster or machine, whether set
 // on the object or inherited; a pool's drift can never be turned off, so 0
 // there falls back to the manager default.
-func EffectiveDriftInterval(kind Kind, s DriftSettings) DriftInterval {
+func EffectiveDriftInterval(kind v1alpha1.WorkloadKind, s DriftSettings) DriftInterval {
 	manager := DriftInterval{Enabled: true, Interval: s.ManagerDefault, Source: SourceManagerDefault}
 	if manager.Interval <= 0 {
 		manager.Interval = DefaultDriftInterval
@@ -66,7 +68,7 @@ func EffectiveDriftInterval(kind Kind, s DriftSettings) DriftInterval {
 		if sec > 0 {
 			return DriftInterval{Enabled: true, Interval: time.Duration(sec) * time.Second, Source: src}
 		}
-		if kind == KindMachinePool {
+		if kind == v1alpha1.KindTerraformMachinePool {
 			return manager
 		}
 		return DriftInterval{Enabled: false, Source: src}
@@ -74,7 +76,7 @@ func EffectiveDriftInterval(kind Kind, s DriftSettings) DriftInterval {
 	if s.IntervalSeconds != nil {
 		return pick(*s.IntervalSeconds, SourceObject)
 	}
-	if kind != KindCluster && s.DefaultsIntervalSeconds != nil {
+	if kind != v1alpha1.KindTerraformCluster && s.DefaultsIntervalSeconds != nil {
 		return pick(*s.DefaultsIntervalSeconds, SourceClusterDefaults)
 	}
 	return manager
@@ -82,8 +84,8 @@ func EffectiveDriftInterval(kind Kind, s DriftSettings) DriftInterval {
 
 // EffectiveDriftAction is the drift action that applies: a machine's is
 // always Report, and an unset action is Report.
-func EffectiveDriftAction(kind Kind, a DriftAction) DriftAction {
-	if kind == KindMachine || a != DriftRemediate {
+func EffectiveDriftAction(kind v1alpha1.WorkloadKind, a DriftAction) DriftAction {
+	if kind == v1alpha1.KindTerraformMachine || a != DriftRemediate {
 		return DriftReport
 	}
 	return DriftRemediate

@@ -14,40 +14,40 @@ func TestEffectiveDriftInterval(t *testing.T) {
 	mgr := 45 * time.Minute
 	for _, c := range []struct {
 		name     string
-		kind     Kind
+		kind     v1alpha1.WorkloadKind
 		own, def *int32
 		manager  time.Duration
 		want     DriftInterval
 	}{
-		{"drift_interval/cluster_own_interval", KindCluster, ptr.To[int32](900), nil, mgr,
+		{"drift_interval/cluster_own_interval", v1alpha1.KindTerraformCluster, ptr.To[int32](900), nil, mgr,
 			DriftInterval{true, 15 * time.Minute, SourceObject}},
-		{"drift_interval/cluster_interval_0_disables_drift", KindCluster, ptr.To[int32](0), nil, mgr,
+		{"drift_interval/cluster_interval_0_disables_drift", v1alpha1.KindTerraformCluster, ptr.To[int32](0), nil, mgr,
 			DriftInterval{false, 0, SourceObject}},
-		{"drift_interval/cluster_unset_uses_the_manager_default", KindCluster, nil, nil, mgr,
+		{"drift_interval/cluster_unset_uses_the_manager_default", v1alpha1.KindTerraformCluster, nil, nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/cluster_never_inherits_its_own_spec_defaults", KindCluster, nil, ptr.To[int32](60), mgr,
+		{"drift_interval/cluster_never_inherits_its_own_spec_defaults", v1alpha1.KindTerraformCluster, nil, ptr.To[int32](60), mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/manager_default_unset_is_30m", KindCluster, nil, nil, 0,
+		{"drift_interval/manager_default_unset_is_30m", v1alpha1.KindTerraformCluster, nil, nil, 0,
 			DriftInterval{true, 30 * time.Minute, SourceManagerDefault}},
-		{"drift_interval/machine_own_interval_wins_over_the_inherited_default", KindMachine, ptr.To[int32](120), ptr.To[int32](1800), mgr,
+		{"drift_interval/machine_own_interval_wins_over_the_inherited_default", v1alpha1.KindTerraformMachine, ptr.To[int32](120), ptr.To[int32](1800), mgr,
 			DriftInterval{true, 2 * time.Minute, SourceObject}},
-		{"drift_interval/machine_inherits_spec_defaults_drift", KindMachine, nil, ptr.To[int32](1800), mgr,
+		{"drift_interval/machine_inherits_spec_defaults_drift", v1alpha1.KindTerraformMachine, nil, ptr.To[int32](1800), mgr,
 			DriftInterval{true, 30 * time.Minute, SourceClusterDefaults}},
-		{"drift_interval/machine_interval_0_disables_drift", KindMachine, ptr.To[int32](0), ptr.To[int32](1800), mgr,
+		{"drift_interval/machine_interval_0_disables_drift", v1alpha1.KindTerraformMachine, ptr.To[int32](0), ptr.To[int32](1800), mgr,
 			DriftInterval{false, 0, SourceObject}},
-		{"drift_interval/machine_inherited_interval_0_disables_drift", KindMachine, nil, ptr.To[int32](0), mgr,
+		{"drift_interval/machine_inherited_interval_0_disables_drift", v1alpha1.KindTerraformMachine, nil, ptr.To[int32](0), mgr,
 			DriftInterval{false, 0, SourceClusterDefaults}},
-		{"drift_interval/machine_else_the_manager_default", KindMachine, nil, nil, mgr,
+		{"drift_interval/machine_else_the_manager_default", v1alpha1.KindTerraformMachine, nil, nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/pool_own_interval", KindMachinePool, ptr.To[int32](300), nil, mgr,
+		{"drift_interval/pool_own_interval", v1alpha1.KindTerraformMachinePool, ptr.To[int32](300), nil, mgr,
 			DriftInterval{true, 5 * time.Minute, SourceObject}},
-		{"drift_interval/pool_inherits_spec_defaults_drift", KindMachinePool, nil, ptr.To[int32](600), mgr,
+		{"drift_interval/pool_inherits_spec_defaults_drift", v1alpha1.KindTerraformMachinePool, nil, ptr.To[int32](600), mgr,
 			DriftInterval{true, 10 * time.Minute, SourceClusterDefaults}},
-		{"drift_interval/pool_interval_0_is_never_disabled_and_falls_back_to_the_manager_default", KindMachinePool, ptr.To[int32](0), nil, mgr,
+		{"drift_interval/pool_interval_0_is_never_disabled_and_falls_back_to_the_manager_default", v1alpha1.KindTerraformMachinePool, ptr.To[int32](0), nil, mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/pool_inherited_interval_0_leaves_the_pool_on_the_manager_default", KindMachinePool, nil, ptr.To[int32](0), mgr,
+		{"drift_interval/pool_inherited_interval_0_leaves_the_pool_on_the_manager_default", v1alpha1.KindTerraformMachinePool, nil, ptr.To[int32](0), mgr,
 			DriftInterval{true, mgr, SourceManagerDefault}},
-		{"drift_interval/negative_is_treated_as_0", KindMachine, ptr.To[int32](-5), nil, mgr,
+		{"drift_interval/negative_is_treated_as_0", v1alpha1.KindTerraformMachine, ptr.To[int32](-5), nil, mgr,
 			DriftInterval{false, 0, SourceObject}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,14 +62,14 @@ func TestEffectiveDriftInterval(t *testing.T) {
 func TestEffectiveDriftAction(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		kind Kind
+		kind v1alpha1.WorkloadKind
 		in   DriftAction
 		want DriftAction
 	}{
-		{"drift_action/unset_is_Report", KindCluster, "", DriftReport},
-		{"drift_action/cluster_can_Remediate", KindCluster, DriftRemediate, DriftRemediate},
-		{"drift_action/pool_can_Remediate", KindMachinePool, DriftRemediate, DriftRemediate},
-		{"drift_action/a_machine_is_always_Report", KindMachine, DriftRemediate, DriftReport},
+		{"drift_action/unset_is_Report", v1alpha1.KindTerraformCluster, "", DriftReport},
+		{"drift_action/cluster_can_Remediate", v1alpha1.KindTerraformCluster, DriftRemediate, DriftRemediate},
+		{"drift_action/pool_can_Remediate", v1alpha1.KindTerraformMachinePool, DriftRemediate, DriftRemediate},
+		{"drift_action/a_machine_is_always_Report", v1alpha1.KindTerraformMachine, DriftRemediate, DriftReport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := EffectiveDriftAction(c.kind, c.in); got != c.want {
@@ -148,14 +148,14 @@ func TestScheduleHelpers(t *testing.T) {
 
 func TestKinds(t *testing.T) {
 	for _, c := range []struct {
-		kind    Kind
+		kind    v1alpha1.WorkloadKind
 		short   string
 		mutable bool
 	}{
-		{KindCluster, "c", true}, {KindMachine, "m", false}, {KindMachinePool, "mp", true}, {"Other", "", false},
+		{v1alpha1.KindTerraformCluster, "c", true}, {v1alpha1.KindTerraformMachine, "m", false}, {v1alpha1.KindTerraformMachinePool, "mp", true}, {"Other", "", false},
 	} {
-		if c.kind.Short() != c.short || c.kind.Mutable() != c.mutable || c.kind.Valid() != (c.short != "") {
-			t.Fatalf("%s: short %q mutable %v", c.kind, c.kind.Short(), c.kind.Mutable())
+		if c.kind.Short() != c.short || reappliesOnChange(c.kind) != c.mutable || c.kind.Valid() != (c.short != "") {
+			t.Fatalf("%s: short %q mutable %v", c.kind, c.kind.Short(), reappliesOnChange(c.kind))
 		}
 	}
 	for _, op := range []Operation{OpApply, OpDestroy, OpPlan, OpRefresh, OpDrift, OpRestore} {

@@ -6,37 +6,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
-// Kind is one of the three workload kinds that run Jobs.
-type Kind string
-
-// The workload kinds.
-const (
-	KindCluster     Kind = "TerraformCluster"
-	KindMachine     Kind = "TerraformMachine"
-	KindMachinePool Kind = "TerraformMachinePool"
-)
-
-// Short is the kind's code in Job and Secret names: c, m or mp.
-func (k Kind) Short() string {
-	switch k {
-	case KindCluster:
-		return "c"
-	case KindMachine:
-		return "m"
-	case KindMachinePool:
-		return "mp"
-	}
-	return ""
-}
-
-// Mutable reports whether the kind re-applies when its inputs change: a
-// TerraformCluster and a TerraformMachinePool do, a TerraformMachine never
-// does (Cluster API replaces it instead).
-func (k Kind) Mutable() bool { return k == KindCluster || k == KindMachinePool }
-
-// Valid reports whether k is one of the three workload kinds.
-func (k Kind) Valid() bool { return k.Short() != "" }
-
 // Operation is what the reconcile does next. The first six are Job
 // operations (the values of the op label and status.activeJob.operation);
 // OpDropFinalizer and OpNone start no Job.
@@ -322,7 +291,7 @@ type RemediationSettings struct {
 type Observation struct {
 	// Kind, Name and UID identify the object. The UID seeds the schedule's
 	// jitter.
-	Kind Kind
+	Kind v1alpha1.WorkloadKind
 	Name string
 	UID  string
 	// Now is the time of the decision.

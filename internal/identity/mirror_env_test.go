@@ -100,7 +100,7 @@ func TestMirrorLifecycle(t *testing.T) {
 			t.Fatalf("owners %+v", s.OwnerReferences)
 		}
 		o := s.OwnerReferences[0]
-		if o.UID != tc1.UID || o.Kind != KindTerraformCluster || o.APIVersion != infrav1.GroupVersion.String() || o.Name != tc1.Name {
+		if o.UID != tc1.UID || o.Kind != string(infrav1.KindTerraformCluster) || o.APIVersion != infrav1.GroupVersion.String() || o.Name != tc1.Name {
 			t.Fatalf("owner %+v", o)
 		}
 		if (o.Controller != nil && *o.Controller) || (o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion) {
@@ -137,7 +137,7 @@ func TestMirrorLifecycle(t *testing.T) {
 			}
 		}
 		s := getSecretT(t, f.tenant, name)
-		if len(s.OwnerReferences) != 2 || s.OwnerReferences[0].UID != tc1.UID || s.OwnerReferences[1].UID != tm.UID || s.OwnerReferences[1].Kind != KindTerraformMachine {
+		if len(s.OwnerReferences) != 2 || s.OwnerReferences[0].UID != tc1.UID || s.OwnerReferences[1].UID != tm.UID || s.OwnerReferences[1].Kind != string(infrav1.KindTerraformMachine) {
 			t.Fatalf("owners %+v", s.OwnerReferences)
 		}
 	})

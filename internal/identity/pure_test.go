@@ -13,9 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -238,7 +237,7 @@ func TestSourceHash(t *testing.T) {
 func TestPlanMirror(t *testing.T) {
 	data := map[string][]byte{"K": []byte("v")}
 	hash := SourceHash(data)
-	owner := metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: KindTerraformCluster, Name: "c", UID: "u1"}
+	owner := metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: string(infrav1.KindTerraformCluster), Name: "c", UID: "u1"}
 	mirror := func(mut func(s *corev1.Secret)) *corev1.Secret {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -284,9 +283,9 @@ func TestPlanMirror(t *testing.T) {
 
 func TestUpsertOwner(t *testing.T) {
 	gv := infrav1.GroupVersion.String()
-	a := metav1.OwnerReference{APIVersion: gv, Kind: KindTerraformMachine, Name: "m1", UID: "a"}
-	b := metav1.OwnerReference{APIVersion: gv, Kind: KindTerraformMachine, Name: "m2", UID: "b"}
-	aNew := metav1.OwnerReference{APIVersion: gv, Kind: KindTerraformMachine, Name: "m1", UID: "a2"}
+	a := metav1.OwnerReference{APIVersion: gv, Kind: string(infrav1.KindTerraformMachine), Name: "m1", UID: "a"}
+	b := metav1.OwnerReference{APIVersion: gv, Kind: string(infrav1.KindTerraformMachine), Name: "m2", UID: "b"}
+	aNew := metav1.OwnerReference{APIVersion: gv, Kind: string(infrav1.KindTerraformMachine), Name: "m1", UID: "a2"}
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "m1", UID: "c"}
 	cases := []struct {
 		name string
@@ -331,7 +330,7 @@ func (b *wl) cluster(name, defaultSA, ownSA string) *wl {
 	}
 	b.w.Clusters = append(b.w.Clusters, c)
 	cl := clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-	cl.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: KindTerraformCluster, Name: name}
+	cl.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: string(infrav1.KindTerraformCluster), Name: name}
 	b.w.CAPIClusters = append(b.w.CAPIClusters, cl)
 	return b
 }
@@ -437,7 +436,7 @@ func TestUsersOf(t *testing.T) {
 	now := metav1.Now()
 	b.w.Machines[0].DeletionTimestamp = &now
 	got := b.w.UsersOf("id")
-	want := []ObjectRef{{KindTerraformCluster, "ns", "c"}, {KindTerraformMachine, "ns", "m-inherits"}}
+	want := []ObjectRef{{infrav1.KindTerraformCluster, "ns", "c"}, {infrav1.KindTerraformMachine, "ns", "m-inherits"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("an object being deleted still counts: got %v, want %v", got, want)
 	}
@@ -566,7 +565,7 @@ func TestIdentityReadyAndEvents(t *testing.T) {
 }
 
 func TestUsageReason(t *testing.T) {
-	u := Usage{Users: []ObjectRef{{KindTerraformMachine, "ns", "m"}}, Namespaces: []string{"a", "b"}}
+	u := Usage{Users: []ObjectRef{{infrav1.KindTerraformMachine, "ns", "m"}}, Namespaces: []string{"a", "b"}}
 	if r := u.Reason("id"); !strings.Contains(r, "TerraformMachine ns/m") {
 		t.Fatalf("the rejection names one object still using it: %q", r)
 	}

@@ -70,7 +70,7 @@ func ownServiceAccount(obj client.Object) string {
 func RunnerServiceAccounts(w *Workloads) []string {
 	set := map[string]struct{}{}
 	unresolved := false
-	w.each(func(_ string, obj client.Object, cluster *infrav1.TerraformCluster) {
+	w.each(func(_ infrav1.WorkloadKind, obj client.Object, cluster *infrav1.TerraformCluster) {
 		_, isCluster := obj.(*infrav1.TerraformCluster)
 		if !isCluster && cluster == nil && ownServiceAccount(obj) == "" {
 			unresolved = true

@@ -376,7 +376,7 @@ func TestSweep(t *testing.T) {
 type failingLister struct{ client.Reader }
 
 func (f failingLister) List(c context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if list.GetObjectKind().GroupVersionKind().Kind == KindTerraformMachinePool+"List" {
+	if list.GetObjectKind().GroupVersionKind().Kind == string(infrav1.KindTerraformMachinePool)+"List" {
 		return errors.New("the server is currently unable to handle the request")
 	}
 	return f.Reader.List(c, list, opts...)

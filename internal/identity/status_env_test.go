@@ -87,7 +87,7 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 		must(t, k8s.Delete(ctx, mB)) // held by its finalizer: still deleting
 		u, err := UsageOf(ctx, k8s, name)
 		must(t, err)
-		wantUsers := []ObjectRef{{KindTerraformCluster, nsA, tcA.Name}, {KindTerraformMachine, nsB, mB.Name}}
+		wantUsers := []ObjectRef{{infrav1.KindTerraformCluster, nsA, tcA.Name}, {infrav1.KindTerraformMachine, nsB, mB.Name}}
 		if nsB < nsA {
 			wantUsers[0], wantUsers[1] = wantUsers[1], wantUsers[0]
 		}

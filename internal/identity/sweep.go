@@ -21,9 +21,9 @@ import (
 // workloadKinds are the kinds whose presence keeps a namespace's runner
 // RBAC and leases.
 var workloadKinds = []schema.GroupVersionKind{
-	infrav1.GroupVersion.WithKind(KindTerraformCluster),
-	infrav1.GroupVersion.WithKind(KindTerraformMachine),
-	infrav1.GroupVersion.WithKind(KindTerraformMachinePool),
+	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformCluster)),
+	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachine)),
+	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachinePool)),
 }
 
 // sweptKinds are what the sweep deletes, when labeled captf.io/managed=true.

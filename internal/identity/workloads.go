@@ -7,18 +7,10 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-)
-
-// Kind names of the three kinds that run Jobs.
-const (
-	KindTerraformCluster     = "TerraformCluster"
-	KindTerraformMachine     = "TerraformMachine"
-	KindTerraformMachinePool = "TerraformMachinePool"
 )
 
 // Workloads are the TerraformClusters, TerraformMachines and
@@ -83,7 +75,7 @@ func (w *Workloads) index() {
 // spec.infrastructureRef names, or "" when it names something else.
 func infraClusterName(cl *clusterv1.Cluster) string {
 	ref := cl.Spec.InfrastructureRef
-	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != KindTerraformCluster {
+	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != string(infrav1.KindTerraformCluster) {
 		return ""
 	}
 	return ref.Name
@@ -152,12 +144,12 @@ func ClusterOf(ctx context.Context, r client.Reader, obj client.Object) (*infrav
 // ObjectRef names one TerraformCluster, TerraformMachine or
 // TerraformMachinePool.
 type ObjectRef struct {
-	Kind      string
+	Kind      infrav1.WorkloadKind
 	Namespace string
 	Name      string
 }
 
-func (r ObjectRef) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+func (r ObjectRef) String() string { return string(r.Kind) + " " + r.Namespace + "/" + r.Name }
 
 func compareRefs(a, b ObjectRef) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
@@ -165,15 +157,15 @@ func compareRefs(a, b ObjectRef) int {
 
 // each calls fn for every workload object with its kind and resolved
 // cluster (nil for a cluster itself or when unresolved).
-func (w *Workloads) each(fn func(kind string, obj client.Object, cluster *infrav1.TerraformCluster)) {
+func (w *Workloads) each(fn func(kind infrav1.WorkloadKind, obj client.Object, cluster *infrav1.TerraformCluster)) {
 	for i := range w.Clusters {
-		fn(KindTerraformCluster, &w.Clusters[i], nil)
+		fn(infrav1.KindTerraformCluster, &w.Clusters[i], nil)
 	}
 	for i := range w.Machines {
-		fn(KindTerraformMachine, &w.Machines[i], w.ClusterFor(&w.Machines[i]))
+		fn(infrav1.KindTerraformMachine, &w.Machines[i], w.ClusterFor(&w.Machines[i]))
 	}
 	for i := range w.Pools {
-		fn(KindTerraformMachinePool, &w.Pools[i], w.ClusterFor(&w.Pools[i]))
+		fn(infrav1.KindTerraformMachinePool, &w.Pools[i], w.ClusterFor(&w.Pools[i]))
 	}
 }
 
@@ -182,7 +174,7 @@ func (w *Workloads) each(fn func(kind string, obj client.Object, cluster *infrav
 // deleted count: their destroy still needs the credentials.
 func (w *Workloads) UsersOf(identity string) []ObjectRef {
 	var out []ObjectRef
-	w.each(func(kind string, obj client.Object, cluster *infrav1.TerraformCluster) {
+	w.each(func(kind infrav1.WorkloadKind, obj client.Object, cluster *infrav1.TerraformCluster) {
 		if name, _ := IdentityRefFor(obj, cluster); name == identity {
 			out = append(out, ObjectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
 		}

@@ -101,8 +101,8 @@ func checkNoopImage(t *testing.T, img v1.Image, role contract.Role, tofu string)
 		t.Errorf("platform %s/%s", cf.OS, cf.Architecture)
 	}
 	wantLabels := map[string]string{
-		LabelContract: "v1alpha1", LabelRole: string(role), LabelRuntime: "tofu",
-		LabelRuntimeVersion: "1.12.6", LabelVersion: "test",
+		contract.LabelContract: "v1alpha1", contract.LabelRole: string(role), contract.LabelRuntime: "tofu",
+		contract.LabelRuntimeVersion: "1.12.6", contract.LabelVersion: "test",
 	}
 	for k, v := range wantLabels {
 		if cf.Config.Labels[k] != v {
@@ -190,7 +190,7 @@ func noopImage(t *testing.T, role contract.Role) (ModuleImage, string) {
 		t.Fatal(err)
 	}
 	return ModuleImage{
-		Role: role, ModuleDir: repoModule(t, role), Runtime: tofu, RuntimeName: RuntimeTofu,
+		Role: role, ModuleDir: repoModule(t, role), Runtime: tofu, RuntimeName: contract.RuntimeTofu,
 		RuntimeVersion: "1.12.6", EmptyProviders: true, Version: "test",
 		Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
 	}, tofu
@@ -291,8 +291,8 @@ func TestNoopImagesAreReproducible(t *testing.T) {
 			t.Errorf("%s: two builds differ: %s vs %s", role, da, db)
 		}
 		cf, _ := a.ConfigFile()
-		if cf.Config.Labels[LabelRole] != string(role) {
-			t.Errorf("%s: role label %q", role, cf.Config.Labels[LabelRole])
+		if cf.Config.Labels[contract.LabelRole] != string(role) {
+			t.Errorf("%s: role label %q", role, cf.Config.Labels[contract.LabelRole])
 		}
 	}
 }

@@ -15,32 +15,8 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
-// Fixed paths of the Image Contract.
-const (
-	ModulePath    = "/captf/module"
-	RuntimePath   = "/captf/runtime"
-	ProvidersPath = "/captf/providers"
-)
-
 // ImageUser is the non-root user module images run as.
 const ImageUser = 65532
-
-// Image labels (Image Contract "OCI labels").
-const (
-	LabelContract       = "io.captf.contract"
-	LabelRole           = "io.captf.role"
-	LabelRuntime        = "io.captf.runtime"
-	LabelRuntimeVersion = "io.captf.runtime.version"
-	LabelSource         = "org.opencontainers.image.source"
-	LabelRevision       = "org.opencontainers.image.revision"
-	LabelVersion        = "org.opencontainers.image.version"
-)
-
-// Runtime names for io.captf.runtime.
-const (
-	RuntimeTofu      = "tofu"
-	RuntimeTerraform = "terraform"
-)
 
 // ModuleImage describes a module image.
 type ModuleImage struct {
@@ -51,7 +27,7 @@ type ModuleImage struct {
 	ModuleDir string
 	// Runtime is the tofu or terraform binary that goes to /captf/runtime.
 	Runtime string
-	// RuntimeName is RuntimeTofu or RuntimeTerraform.
+	// RuntimeName is contract.RuntimeTofu or contract.RuntimeTerraform.
 	RuntimeName string
 	// RuntimeVersion is the runtime's version, for example 1.12.6.
 	RuntimeVersion string
@@ -76,8 +52,8 @@ func (m ModuleImage) Spec() (Spec, error) {
 	if _, err := contract.ParseRole(string(m.Role)); err != nil {
 		return Spec{}, err
 	}
-	if m.RuntimeName != RuntimeTofu && m.RuntimeName != RuntimeTerraform {
-		return Spec{}, fmt.Errorf("runtime name %q: want %s or %s", m.RuntimeName, RuntimeTofu, RuntimeTerraform)
+	if m.RuntimeName != contract.RuntimeTofu && m.RuntimeName != contract.RuntimeTerraform {
+		return Spec{}, fmt.Errorf("runtime name %q: want %s or %s", m.RuntimeName, contract.RuntimeTofu, contract.RuntimeTerraform)
 	}
 	if m.RuntimeVersion == "" {
 		return Spec{}, errors.New("runtime version is empty")
@@ -94,31 +70,31 @@ func (m ModuleImage) Spec() (Spec, error) {
 	}
 	uid := ImageUser
 	runtimeLayer := Layer{ParentUID: uid, ParentGID: uid, Entries: []Entry{
-		{Path: RuntimePath, Mode: 0o755, UID: uid, GID: uid, Source: m.Runtime},
+		{Path: contract.RuntimePath, Mode: 0o755, UID: uid, GID: uid, Source: m.Runtime},
 	}}
-	moduleEntries, err := DirEntries(m.ModuleDir, ModulePath, uid, uid)
+	moduleEntries, err := DirEntries(m.ModuleDir, contract.ModuleDir, uid, uid)
 	if err != nil {
 		return Spec{}, err
 	}
 	switch {
 	case m.ProvidersDir != "":
-		providers, err := DirEntries(m.ProvidersDir, ProvidersPath, uid, uid)
+		providers, err := DirEntries(m.ProvidersDir, contract.ProvidersDir, uid, uid)
 		if err != nil {
 			return Spec{}, err
 		}
 		moduleEntries = append(moduleEntries, providers...)
 	case m.EmptyProviders:
-		moduleEntries = append(moduleEntries, Entry{Path: ProvidersPath, Mode: fs.ModeDir | 0o755, UID: uid, GID: uid})
+		moduleEntries = append(moduleEntries, Entry{Path: contract.ProvidersDir, Mode: fs.ModeDir | 0o755, UID: uid, GID: uid})
 	}
 	moduleLayer := Layer{ParentUID: uid, ParentGID: uid, Entries: moduleEntries}
 
 	labels := map[string]string{
-		LabelContract:       contract.Version,
-		LabelRole:           string(m.Role),
-		LabelRuntime:        m.RuntimeName,
-		LabelRuntimeVersion: m.RuntimeVersion,
+		contract.LabelContract:       contract.Version,
+		contract.LabelRole:           string(m.Role),
+		contract.LabelRuntime:        m.RuntimeName,
+		contract.LabelRuntimeVersion: m.RuntimeVersion,
 	}
-	for k, v := range map[string]string{LabelSource: m.Source, LabelRevision: m.Revision, LabelVersion: m.Version} {
+	for k, v := range map[string]string{contract.LabelSource: m.Source, contract.LabelRevision: m.Revision, contract.LabelVersion: m.Version} {
 		if v != "" {
 			labels[k] = v
 		}

@@ -108,8 +108,8 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustRender(t, Request{Image: bookImage, Inputs: tc.inputs})
-			golden(t, tc.name+"/"+MainFile, r.MainTF)
-			golden(t, tc.name+"/"+TFVarsFile, r.TFVars)
+			golden(t, tc.name+"/"+contract.MainFile, r.MainTF)
+			golden(t, tc.name+"/"+contract.TFVarsFile, r.TFVars)
 			golden(t, tc.name+"/hash", []byte(r.Hash+"\n"))
 		})
 	}

@@ -134,15 +134,15 @@ func HashFiles(role contract.Role, image string, mainTF, tfvars []byte) (string,
 	}
 	v, err := canonical.Parse(tfvars)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", TFVarsFile, err)
+		return "", fmt.Errorf("%s: %w", contract.TFVarsFile, err)
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return "", fmt.Errorf("%s is not a JSON object", TFVarsFile)
+		return "", fmt.Errorf("%s is not a JSON object", contract.TFVarsFile)
 	}
 	mv, err := canonical.Parse(mainTF)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", MainFile, err)
+		return "", fmt.Errorf("%s: %w", contract.MainFile, err)
 	}
 	mainDoc, _ := mv.(map[string]any)
 	declared, _ := mainDoc["variable"].(map[string]any)

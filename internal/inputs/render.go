@@ -13,12 +13,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs/canonical"
 )
 
-// File names of the rendered root, the data keys of the inputs Secrets.
-const (
-	MainFile   = "main.tf.json"
-	TFVarsFile = "terraform.tfvars.json"
-)
-
 // ModuleSource is where the generated root (at /captf/work/root) finds the
 // image's module (/captf/module).
 const ModuleSource = "../../module"
@@ -67,7 +61,7 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("rendered inputs are %d bytes, over the %d-byte limit on %s and %s together: shrink bootstrap data, cluster exports or user variables",
-		e.Size, e.Limit, MainFile, TFVarsFile)
+		e.Size, e.Limit, contract.MainFile, contract.TFVarsFile)
 }
 
 // Reason is the ApplyJobSucceeded reason for the error.
@@ -135,11 +129,11 @@ func Render(req Request) (*Rendered, error) {
 	}
 	tfvars, err := encodeFile(object(vars), role == contract.RoleMachinePool, hint)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", TFVarsFile, err)
+		return nil, fmt.Errorf("render %s: %w", contract.TFVarsFile, err)
 	}
 	mainTF, err := encodeFile(mainDocument(role, names, req.Variables), false, 4096)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", MainFile, err)
+		return nil, fmt.Errorf("render %s: %w", contract.MainFile, err)
 	}
 	return &Rendered{Role: role, MainTF: mainTF, TFVars: tfvars, Hash: hash}, nil
 }

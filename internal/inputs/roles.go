@@ -133,7 +133,7 @@ func commonFields(role contract.Role, c Common, clusterOutputs *json.RawMessage)
 	f := []field{
 		{contract.InputContract, contract.Version},
 		{contract.InputCluster, object{{"name", c.Cluster.Name}, {"namespace", c.Cluster.Namespace}}},
-		{contract.InputObject, object{{"kind", role.Kind()}, {"name", c.Object.Name}, {"namespace", c.Object.Namespace}}},
+		{contract.InputObject, object{{"kind", string(role.Kind())}, {"name", c.Object.Name}, {"namespace", c.Object.Namespace}}},
 	}
 	if clusterOutputs != nil {
 		var v any

@@ -257,7 +257,7 @@ func Tags(role contract.Role, c Common) map[string]string {
 	return map[string]string{
 		TagCluster:   c.Cluster.Name,
 		TagNamespace: c.Object.Namespace,
-		TagKind:      role.Kind(),
+		TagKind:      string(role.Kind()),
 		TagName:      c.Object.Name,
 		TagManagedBy: ManagedByValue,
 		TagTemplate:  c.Template,

@@ -45,7 +45,7 @@ func newTofuRoot(t *testing.T, role contract.Role, r *inputs.Rendered) *tofuRoot
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{inputs.MainFile: r.MainTF, inputs.TFVarsFile: r.TFVars} {
+	for name, data := range map[string][]byte{contract.MainFile: r.MainTF, contract.TFVarsFile: r.TFVars} {
 		if err := os.WriteFile(filepath.Join(root, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -246,8 +246,8 @@ func TestNoopRootsApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			root.mustRun("init", "-input=false", "-no-color")
-			root.mustRun("apply", "-auto-approve", "-input=false", "-no-color", "-var-file="+inputs.TFVarsFile)
-			if code, out, errOut := root.run("plan", "-detailed-exitcode", "-input=false", "-no-color", "-var-file="+inputs.TFVarsFile); code != 0 {
+			root.mustRun("apply", "-auto-approve", "-input=false", "-no-color", "-var-file="+contract.TFVarsFile)
+			if code, out, errOut := root.run("plan", "-detailed-exitcode", "-input=false", "-no-color", "-var-file="+contract.TFVarsFile); code != 0 {
 				t.Errorf("second plan exited %d, want 0 (no changes):\n%s\n%s", code, out, errOut)
 			}
 			var outs map[string]struct {

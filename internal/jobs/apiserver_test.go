@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 )
 
@@ -107,7 +108,7 @@ func TestAPIServerAcceptsJobAndRunSecret(t *testing.T) {
 			if got.OwnerReferences[0].UID != job.UID || got.Immutable == nil || !*got.Immutable {
 				t.Errorf("stored Secret = %+v", got.ObjectMeta)
 			}
-			got.Data[MainFile] = []byte("changed")
+			got.Data[contract.MainFile] = []byte("changed")
 			if err := c.Update(ctx, got); err == nil {
 				t.Error("the per-run Secret could be changed under its Job")
 			}

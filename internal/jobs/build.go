@@ -14,36 +14,14 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
-)
-
-// The workload kinds that run Jobs.
-const (
-	KindCluster     = "TerraformCluster"
-	KindMachine     = "TerraformMachine"
-	KindMachinePool = "TerraformMachinePool"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // MaxRunSecretBytes caps the data of a per-run Secret: the API server
 // refuses a Secret whose data is over 1 MiB.
 const MaxRunSecretBytes = 1 << 20
-
-// Owner is the Terraform* object a Job runs for: the same description
-// internal/state uses for the state and backups it owns.
-type Owner = state.Owner
-
-// OwnerOf describes obj, a Terraform* object of the given kind; the cluster
-// name comes from its cluster.x-k8s.io/cluster-name label.
-func OwnerOf(obj metav1.Object, kind string) Owner {
-	return Owner{
-		Kind:        kind,
-		Namespace:   obj.GetNamespace(),
-		Name:        obj.GetName(),
-		UID:         obj.GetUID(),
-		ClusterName: obj.GetLabels()[clusterv1.ClusterNameLabel],
-	}
-}
 
 // Inputs are the rendered root and its variables (internal/inputs).
 type Inputs struct {
@@ -63,7 +41,7 @@ type Restore struct {
 // API server here: the reconcile flow gathers it.
 type Run struct {
 	// Owner is the object the Job runs for; the Job is owned by it.
-	Owner Owner
+	Owner owner.Owner
 	// Policy is the effective Job policy (Effective, then Validate).
 	Policy *Policy
 	// Op is the operation.
@@ -115,39 +93,24 @@ type Run struct {
 
 // Labels are the labels of an object's Job and its pod
 // (reference-facts §7.2, §8.1).
-func Labels(o Owner, op infrav1.Operation, attempt int) map[string]string {
-	l := OwnerLabels(o)
+func Labels(o owner.Owner, op infrav1.Operation, attempt int) map[string]string {
+	l := o.Labels()
 	l[infrav1.OpLabel] = string(op)
 	l[infrav1.AttemptLabel] = strconv.Itoa(attempt)
 	return l
 }
 
-// OwnerLabels are the labels every Job and per-run Secret of the object
-// carries, usable as a selector of its Jobs: owner-kind, owner-name (hashed
-// when over 63 characters), cluster-name (likewise; omitted when unknown)
-// and captf.io/managed=true.
-func OwnerLabels(o Owner) map[string]string {
-	l := make(map[string]string, 6)
-	l[infrav1.OwnerKindLabel] = o.Kind
-	l[infrav1.OwnerNameLabel] = LabelValue(o.Name)
-	if o.ClusterName != "" {
-		l[clusterv1.ClusterNameLabel] = LabelValue(o.ClusterName)
-	}
-	l[infrav1.ManagedLabel] = "true"
-	return l
-}
-
 // EventObject is the runner's --event-object value for the owner,
 // <apiVersion>/<kind>/<namespace>/<name>/<uid>.
-func EventObject(o Owner) string {
-	return infrav1.GroupVersion.String() + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name + "/" + string(o.UID)
+func EventObject(o owner.Owner) string {
+	return infrav1.GroupVersion.String() + "/" + string(o.Kind) + "/" + o.Namespace + "/" + o.Name + "/" + string(o.UID)
 }
 
 // BackendLabels is the --backend-config=labels= value: an HCL object of
 // the labels the kubernetes backend puts on the state Secrets and lock
 // Lease, in the documented order (owner-kind, owner-name, managed,
 // cluster-name, move="").
-func BackendLabels(o Owner) string {
+func BackendLabels(o owner.Owner) string {
 	var b strings.Builder
 	b.Grow(256)
 	b.WriteString("labels={")
@@ -159,11 +122,11 @@ func BackendLabels(o Owner) string {
 		b.WriteByte('=')
 		b.WriteString(hclString(v))
 	}
-	pair(infrav1.OwnerKindLabel, o.Kind)
-	pair(infrav1.OwnerNameLabel, LabelValue(o.Name))
+	pair(infrav1.OwnerKindLabel, string(o.Kind))
+	pair(infrav1.OwnerNameLabel, owner.LabelValue(o.Name))
 	pair(infrav1.ManagedLabel, "true")
 	if o.ClusterName != "" {
-		pair(clusterv1.ClusterNameLabel, LabelValue(o.ClusterName))
+		pair(clusterv1.ClusterNameLabel, owner.LabelValue(o.ClusterName))
 	}
 	pair(infrav1.MoveLabel, "")
 	b.WriteByte('}')
@@ -212,9 +175,9 @@ func (r *Run) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	switch r.Owner.Kind {
-	case KindCluster, KindMachine, KindMachinePool:
+	case infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool:
 	default:
-		bad("owner kind %q is not %s, %s or %s", r.Owner.Kind, KindCluster, KindMachine, KindMachinePool)
+		bad("owner kind %q is not %s, %s or %s", r.Owner.Kind, infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool)
 	}
 	if r.Owner.Namespace == "" || r.Owner.Name == "" {
 		bad("owner needs a namespace and a name (got %q/%q)", r.Owner.Namespace, r.Owner.Name)
@@ -271,7 +234,7 @@ func (r *Run) validate() error {
 			bad("backup chunks are only for a restore, not %s", r.Op)
 		}
 		if len(r.Inputs.MainTF) == 0 || len(r.Inputs.TFVars) == 0 {
-			bad("%s needs both %s and %s", r.Op, MainFile, TFVarsFile)
+			bad("%s needs both %s and %s", r.Op, contract.MainFile, contract.TFVarsFile)
 		}
 	}
 	if r.GuardDeletes && r.InputsHash == "" {
@@ -315,12 +278,12 @@ func (r *Run) args() []string {
 	a := make([]string, 0, 24)
 	a = append(a,
 		"--op="+string(r.Op),
-		"--bin="+RuntimePath,
+		"--bin="+contract.RuntimePath,
 		"--image="+r.Image,
-		"--module="+ModuleDir,
-		"--providers="+ProvidersDir,
-		"--workdir="+WorkDir,
-		"--config="+ConfigDir,
+		"--module="+contract.ModuleDir,
+		"--providers="+contract.ProvidersDir,
+		"--workdir="+contract.WorkDir,
+		"--config="+contract.ConfigDir,
 		"--lock-timeout="+strconv.Itoa(int(r.Policy.LockTimeoutSeconds))+"s",
 		"--stop-timeout="+StopTimeout,
 		"--backend-config=secret_suffix="+r.StateSuffix,
@@ -359,7 +322,7 @@ func (r *Run) env() ([]corev1.EnvVar, []string) {
 	fixed := [...]corev1.EnvVar{
 		{Name: "TF_IN_AUTOMATION", Value: "1"},
 		{Name: "TF_INPUT", Value: "0"},
-		{Name: "HOME", Value: WorkDir},
+		{Name: "HOME", Value: contract.WorkDir},
 		{Name: "TMPDIR", Value: TmpDir},
 		{Name: "KUBE_NAMESPACE", Value: r.Owner.Namespace},
 		{Name: "CHECKPOINT_DISABLE", Value: "1"},
@@ -454,7 +417,7 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         infrav1.GroupVersion.String(),
-				Kind:               r.Owner.Kind,
+				Kind:               string(r.Owner.Kind),
 				Name:               r.Owner.Name,
 				UID:                r.Owner.UID,
 				Controller:         ptr.To(true),
@@ -482,7 +445,7 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 						Resources:                RunnerResources(),
 						SecurityContext:          &runnerSC,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						VolumeMounts:             []corev1.VolumeMount{{Name: RunnerVolume, MountPath: RunnerDir}},
+						VolumeMounts:             []corev1.VolumeMount{{Name: RunnerVolume, MountPath: contract.RunnerDir}},
 					}},
 					Containers: []corev1.Container{{
 						Name:                     SourceContainer,
@@ -494,14 +457,14 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 						EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: credsName}}}},
 						Resources:                *p.Resources.DeepCopy(),
 						SecurityContext:          &sourceSC,
-						TerminationMessagePath:   TerminationMessagePath,
+						TerminationMessagePath:   contract.TerminationMessagePath,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 						VolumeMounts: []corev1.VolumeMount{
-							{Name: RunnerVolume, MountPath: RunnerDir, ReadOnly: true},
-							{Name: WorkVolume, MountPath: WorkDir},
+							{Name: RunnerVolume, MountPath: contract.RunnerDir, ReadOnly: true},
+							{Name: WorkVolume, MountPath: contract.WorkDir},
 							{Name: TmpVolume, MountPath: TmpDir},
-							{Name: ConfigVolume, MountPath: ConfigDir, ReadOnly: true},
-							{Name: CredsVolume, MountPath: CredentialsDir, ReadOnly: true},
+							{Name: ConfigVolume, MountPath: contract.ConfigDir, ReadOnly: true},
+							{Name: CredsVolume, MountPath: contract.CredentialsDir, ReadOnly: true},
 						},
 					}},
 					Volumes: []corev1.Volume{
@@ -547,7 +510,7 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 			data[restoreKey(i)] = c
 		}
 	} else {
-		data = map[string][]byte{MainFile: r.Inputs.MainTF, TFVarsFile: r.Inputs.TFVars}
+		data = map[string][]byte{contract.MainFile: r.Inputs.MainTF, contract.TFVarsFile: r.Inputs.TFVars}
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

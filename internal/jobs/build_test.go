@@ -14,6 +14,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 func TestConditionalFlags(t *testing.T) {
@@ -28,7 +30,7 @@ func TestConditionalFlags(t *testing.T) {
 		{
 			name: "an unguarded machine apply without runner events has no conditional flag",
 			edit: func(r *Run) {
-				r.Owner.Kind = KindMachine
+				r.Owner.Kind = infrav1.KindTerraformMachine
 				r.GuardDeletes = false
 				r.RunnerEvents = false
 			},
@@ -134,7 +136,7 @@ func TestConditionalFlags(t *testing.T) {
 
 func TestFixedArgsOrder(t *testing.T) {
 	r := testRun()
-	r.Owner.Kind = KindMachine
+	r.Owner.Kind = infrav1.KindTerraformMachine
 	r.Owner.Name = "prod-cp-x7k2p"
 	r.StateSuffix = "91ab-m"
 	lt := int32(120)
@@ -192,7 +194,7 @@ func TestRestoreMountsChunksUnderRestoreDir(t *testing.T) {
 			t.Errorf("per-run Secret lacks %s", it.Key)
 		}
 	}
-	if _, ok := sec.Data[MainFile]; ok || len(sec.Data) != 3 {
+	if _, ok := sec.Data[contract.MainFile]; ok || len(sec.Data) != 3 {
 		t.Errorf("a restore's per-run Secret holds only the chunks, got keys %v", slices.Sorted(maps.Keys(sec.Data)))
 	}
 }
@@ -225,10 +227,10 @@ func TestRunSecret(t *testing.T) {
 		if sec.Immutable == nil || !*sec.Immutable {
 			t.Error("per-run Secret is not immutable")
 		}
-		if string(sec.Data[MainFile]) != string(testMainTF) || string(sec.Data[TFVarsFile]) != string(testTFVars) {
+		if string(sec.Data[contract.MainFile]) != string(testMainTF) || string(sec.Data[contract.TFVarsFile]) != string(testTFVars) {
 			t.Errorf("data keys %v do not hold the rendered files", slices.Sorted(maps.Keys(sec.Data)))
 		}
-		if sec.Labels[infrav1.ManagedLabel] != "true" || sec.Labels[infrav1.OwnerKindLabel] != KindCluster {
+		if sec.Labels[infrav1.ManagedLabel] != "true" || sec.Labels[infrav1.OwnerKindLabel] != string(infrav1.KindTerraformCluster) {
 			t.Errorf("labels = %v", sec.Labels)
 		}
 	})
@@ -316,7 +318,7 @@ func TestLabelHashing(t *testing.T) {
 	long := strings.Repeat("machine-", 9) + "x" // 73 characters
 	longCluster := strings.Repeat("c", 64)
 	r := testRun()
-	r.Owner.Kind = KindMachine
+	r.Owner.Kind = infrav1.KindTerraformMachine
 	r.Owner.Name = long
 	r.Owner.ClusterName = longCluster
 	r.GuardDeletes = false
@@ -324,16 +326,16 @@ func TestLabelHashing(t *testing.T) {
 
 	t.Run("an owner name over 63 characters becomes the first 16 hex of its sha256", func(t *testing.T) {
 		got := job.Labels[infrav1.OwnerNameLabel]
-		if got != LabelValue(long) || len(got) != 16 {
+		if got != owner.LabelValue(long) || len(got) != 16 {
 			t.Errorf("owner-name = %q", got)
 		}
 		// sha256("machine-"×9 + "x") computed independently with sha256sum.
-		if LabelValue(long) != "b052bae15d506839" {
-			t.Errorf("LabelValue(long) = %q: the hash rule changed", LabelValue(long))
+		if owner.LabelValue(long) != "b052bae15d506839" {
+			t.Errorf("owner.LabelValue(long) = %q: the hash rule changed", owner.LabelValue(long))
 		}
 	})
 	t.Run("a cluster name over 63 characters is hashed likewise, in labels and backend labels", func(t *testing.T) {
-		h := LabelValue(longCluster)
+		h := owner.LabelValue(longCluster)
 		if job.Labels[clusterv1.ClusterNameLabel] != h || len(h) != 16 {
 			t.Errorf("cluster-name = %q", job.Labels[clusterv1.ClusterNameLabel])
 		}
@@ -343,7 +345,7 @@ func TestLabelHashing(t *testing.T) {
 	})
 	t.Run("names of 63 characters or fewer are kept", func(t *testing.T) {
 		n := strings.Repeat("a", 63)
-		if LabelValue(n) != n {
+		if owner.LabelValue(n) != n {
 			t.Error("a 63-character value was hashed")
 		}
 	})
@@ -362,7 +364,7 @@ func TestLabelHashing(t *testing.T) {
 	t.Run("an object without a cluster name has no cluster-name label", func(t *testing.T) {
 		o := testOwner()
 		o.ClusterName = ""
-		if _, ok := OwnerLabels(o)[clusterv1.ClusterNameLabel]; ok {
+		if _, ok := o.Labels()[clusterv1.ClusterNameLabel]; ok {
 			t.Error("empty cluster-name label")
 		}
 		if strings.Contains(BackendLabels(o), "cluster-name") {

@@ -10,6 +10,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // The reference cluster of the book's examples: TerraformCluster prod in
@@ -33,8 +34,8 @@ var (
 	testTFVars = []byte(`{"captf_contract":"v1alpha1","db_password":"` + sentinel + `"}` + "\n")
 )
 
-func testOwner() Owner {
-	return Owner{Kind: KindCluster, Namespace: testNamespace, Name: testName, UID: testUID, ClusterName: testName}
+func testOwner() owner.Owner {
+	return owner.Owner{Kind: infrav1.KindTerraformCluster, Namespace: testNamespace, Name: testName, UID: testUID, ClusterName: testName}
 }
 
 // testRun is the apply of TerraformCluster prod: guarded (a cluster's apply
@@ -46,7 +47,7 @@ func testRun() *Run {
 		Policy:       &p,
 		Op:           infrav1.OperationApply,
 		Attempt:      1,
-		JobName:      decide.JobName(decide.KindCluster, testName, decide.OpApply, 1, testInputsHash, 0),
+		JobName:      decide.JobName(infrav1.KindTerraformCluster, testName, decide.OpApply, 1, testInputsHash, 0),
 		Image:        testImage,
 		RunnerImage:  testRunner,
 		Identity:     testIdentity,

@@ -1,10 +1,9 @@
 package jobs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 )
 
@@ -19,28 +18,10 @@ const (
 
 	// RunnerBinary is the runner inside the runner image.
 	RunnerBinary = "/runner"
-	// RunnerDir is where the init container copies the runner to.
-	RunnerDir = "/captf/bin"
 	// RunnerPath is the copied runner the module container runs.
-	RunnerPath = RunnerDir + "/runner"
-	// RuntimePath is the image's tofu or terraform binary.
-	RuntimePath = "/captf/runtime"
-	// ModuleDir is the image's module.
-	ModuleDir = "/captf/module"
-	// ProvidersDir is the image's optional provider mirror.
-	ProvidersDir = "/captf/providers"
-	// WorkDir is the writable work directory (HOME).
-	WorkDir = "/captf/work"
+	RunnerPath = contract.RunnerDir + "/runner"
 	// TmpDir is the writable temporary directory (TMPDIR).
 	TmpDir = "/tmp"
-	// ConfigDir is where the per-run Secret is mounted.
-	ConfigDir = "/captf/config"
-	// CredentialsDir is where the identity mirror's keys are mounted, one
-	// file per key.
-	CredentialsDir = "/var/run/captf/credentials"
-	// TerminationMessagePath is where the runner writes its result document
-	// (the runner's default --result).
-	TerminationMessagePath = "/dev/termination-log"
 
 	// Volume names.
 	RunnerVolume = "runner"
@@ -49,11 +30,7 @@ const (
 	ConfigVolume = "config"
 	CredsVolume  = "creds"
 
-	// MainFile and TFVarsFile are the per-run Secret's keys for the rendered
-	// root and its variables; the runner reads them from ConfigDir.
-	MainFile   = "main.tf.json"
-	TFVarsFile = "terraform.tfvars.json"
-	// RestoreDir is the subdirectory of ConfigDir holding a restore's backup
+	// RestoreDir is the subdirectory of the config directory holding a restore's backup
 	// chunks as files 0, 1, …
 	RestoreDir = "restore"
 	// restoreKeyPrefix prefixes the per-run Secret key of a backup chunk
@@ -82,17 +59,6 @@ const (
 
 // RunSecretName is the per-run Secret of a Job, captf-run-<job>.
 func RunSecretName(jobName string) string { return RunSecretPrefix + jobName }
-
-// LabelValue keeps a label value within 63 characters: a longer value
-// becomes the first 16 hex characters of its SHA-256 (reference-facts §9),
-// the same rule the state backend labels follow.
-func LabelValue(v string) string {
-	if len(v) <= 63 {
-		return v
-	}
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:8])
-}
 
 // reservedEnv reports whether an environment variable name belongs to the
 // runner and the Job itself (book: Tuning Jobs, "Environment variables"):

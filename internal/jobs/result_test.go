@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 )
 
@@ -30,7 +31,7 @@ func baseDoc(op infrav1.Operation) *result.Document {
 		Version: result.Version,
 		Op:      op,
 		Image:   result.Image{Ref: testImage},
-		Runtime: result.Runtime{Command: []string{RuntimePath}, Version: "1.12.6"},
+		Runtime: result.Runtime{Command: []string{contract.RuntimePath}, Version: "1.12.6"},
 		Steps: []result.Step{
 			{Name: "init", Exit: 0, Seconds: 1.2345},
 			{Name: "validate", Exit: 0, Seconds: 0.4},

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 )
 
@@ -79,9 +79,9 @@ func namespace(t testing.TB) string {
 	return ns
 }
 
-func claim(ns, kind, name, job string, op infrav1.Operation) Claim {
+func claim(ns string, kind infrav1.WorkloadKind, name, job string, op infrav1.Operation) Claim {
 	return Claim{
-		Owner:  jobs.Owner{Kind: kind, Namespace: ns, Name: name, UID: types.UID(name + "-uid"), ClusterName: "prod"},
+		Owner:  owner.Owner{Kind: kind, Namespace: ns, Name: name, UID: types.UID(name + "-uid"), ClusterName: "prod"},
 		Suffix: name + "-suffix",
 		Job:    job,
 		Op:     op,
@@ -143,7 +143,7 @@ func TestRunLease(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	l := manager(t)
-	a := claim(ns, jobs.KindMachine, "prod-cp-1", "captf-m-prod-cp-1-apply-a1-aaaaaa", infrav1.OperationApply)
+	a := claim(ns, infrav1.KindTerraformMachine, "prod-cp-1", "captf-m-prod-cp-1-apply-a1-aaaaaa", infrav1.OperationApply)
 	b := a
 	b.Job = "captf-m-prod-cp-1-apply-a2-bbbbbb"
 	name := RunName(a.Suffix)
@@ -156,7 +156,7 @@ func TestRunLease(t *testing.T) {
 		lease := getLease(t, ns, name)
 		want := map[string]string{
 			infrav1.LeaseLabel:         "run",
-			infrav1.OwnerKindLabel:     jobs.KindMachine,
+			infrav1.OwnerKindLabel:     string(infrav1.KindTerraformMachine),
 			infrav1.OwnerNameLabel:     "prod-cp-1",
 			infrav1.ManagedLabel:       "true",
 			clusterv1.ClusterNameLabel: "prod",
@@ -261,7 +261,7 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 	t.Run("a holder whose Job never appeared is taken over only after the 2-minute grace", func(t *testing.T) {
 		ns := namespace(t)
 		clock = start
-		a := claim(ns, jobs.KindMachinePool, "pool", "captf-mp-pool-apply-a1-aaaaaa", infrav1.OperationApply)
+		a := claim(ns, infrav1.KindTerraformMachinePool, "pool", "captf-mp-pool-apply-a1-aaaaaa", infrav1.OperationApply)
 		b := a
 		b.Job = "captf-mp-pool-apply-a1-bbbbbb"
 		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
@@ -280,7 +280,7 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 	t.Run("a gone Job whose pod still terminates keeps its lease", func(t *testing.T) {
 		ns := namespace(t)
 		clock = start
-		a := claim(ns, jobs.KindMachine, "m", "captf-m-m-destroy-a1-aaaaaa", infrav1.OperationDestroy)
+		a := claim(ns, infrav1.KindTerraformMachine, "m", "captf-m-m-destroy-a1-aaaaaa", infrav1.OperationDestroy)
 		b := a
 		b.Job = "captf-m-m-destroy-a2-bbbbbb"
 		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
@@ -308,7 +308,7 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 	t.Run("a Job past its deadline plus the backstop is taken over", func(t *testing.T) {
 		ns := namespace(t)
 		clock = start
-		a := claim(ns, jobs.KindCluster, "prod", "captf-c-prod-apply-a1-aaaaaa", infrav1.OperationApply)
+		a := claim(ns, infrav1.KindTerraformCluster, "prod", "captf-c-prod-apply-a1-aaaaaa", infrav1.OperationApply)
 		b := a
 		b.Job = "captf-c-prod-apply-a2-bbbbbb"
 		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
@@ -327,7 +327,7 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 	t.Run("a holder re-acquiring renews the lease once RenewInterval has passed", func(t *testing.T) {
 		ns := namespace(t)
 		clock = start
-		a := claim(ns, jobs.KindCluster, "prod", "captf-c-prod-apply-a1-aaaaaa", infrav1.OperationApply)
+		a := claim(ns, infrav1.KindTerraformCluster, "prod", "captf-c-prod-apply-a1-aaaaaa", infrav1.OperationApply)
 		if _, err := l.AcquireRun(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +354,7 @@ func TestRunLeaseRace(t *testing.T) {
 	ns := namespace(t)
 	managers := []*Leases{manager(t), manager(t)}
 	const contenders, rounds = 8, 15
-	base := claim(ns, jobs.KindMachine, "raced", "", infrav1.OperationApply)
+	base := claim(ns, infrav1.KindTerraformMachine, "raced", "", infrav1.OperationApply)
 
 	race := func(t *testing.T, round int) string {
 		t.Helper()
@@ -421,9 +421,9 @@ func TestClusterOperationGate(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	l := manager(t)
-	tc := claim(ns, jobs.KindCluster, "prod", "captf-c-prod-apply-a1-cccccc", infrav1.OperationApply)
-	tm := claim(ns, jobs.KindMachine, "prod-cp-1", "captf-m-prod-cp-1-apply-a1-111111", infrav1.OperationApply)
-	pool := claim(ns, jobs.KindMachinePool, "prod-pool", "captf-mp-prod-pool-apply-a1-222222", infrav1.OperationApply)
+	tc := claim(ns, infrav1.KindTerraformCluster, "prod", "captf-c-prod-apply-a1-cccccc", infrav1.OperationApply)
+	tm := claim(ns, infrav1.KindTerraformMachine, "prod-cp-1", "captf-m-prod-cp-1-apply-a1-111111", infrav1.OperationApply)
+	pool := claim(ns, infrav1.KindTerraformMachinePool, "prod-pool", "captf-mp-prod-pool-apply-a1-222222", infrav1.OperationApply)
 	clusterLease := ClusterName(ns, "prod")
 
 	enter := func(t *testing.T, c Claim, gate bool) Entry {
@@ -501,7 +501,7 @@ func TestClusterOperationGate(t *testing.T) {
 		}
 	})
 	t.Run("new machine operations queue behind the waiting cluster", func(t *testing.T) {
-		m2 := claim(ns, jobs.KindMachine, "prod-md-1", "captf-m-prod-md-1-apply-a1-444444", infrav1.OperationApply)
+		m2 := claim(ns, infrav1.KindTerraformMachine, "prod-md-1", "captf-m-prod-md-1-apply-a1-444444", infrav1.OperationApply)
 		e := enter(t, m2, true)
 		if e.Allowed || e.Wait.Reason != infrav1.WaitingForClusterOperationReason {
 			t.Fatalf("entry = %+v", e)
@@ -528,7 +528,7 @@ func TestClusterOperationGate(t *testing.T) {
 		}
 	})
 	t.Run("another cluster Job meets the held write lease: WaitingForClusterOperation, and keeps no run lease", func(t *testing.T) {
-		other := claim(ns, jobs.KindCluster, "prod-twin", "captf-c-prod-twin-apply-a1-eeeeee", infrav1.OperationApply)
+		other := claim(ns, infrav1.KindTerraformCluster, "prod-twin", "captf-c-prod-twin-apply-a1-eeeeee", infrav1.OperationApply)
 		e := enter(t, other, true)
 		if e.Allowed || e.Wait.Reason != infrav1.WaitingForClusterOperationReason || e.Wait.Holders[0] != tc2.Job {
 			t.Fatalf("entry = %+v", e)
@@ -559,8 +559,8 @@ func TestClusterOperationGateRace(t *testing.T) {
 	const rounds = 30
 	bothWaited := 0
 	for round := range rounds {
-		tc := claim(ns, jobs.KindCluster, "prod", fmt.Sprintf("captf-c-prod-apply-a%d-cccccc", round+1), infrav1.OperationApply)
-		tm := claim(ns, jobs.KindMachine, "prod-cp-1", fmt.Sprintf("captf-m-prod-cp-1-apply-a%d-111111", round+1), infrav1.OperationApply)
+		tc := claim(ns, infrav1.KindTerraformCluster, "prod", fmt.Sprintf("captf-c-prod-apply-a%d-cccccc", round+1), infrav1.OperationApply)
+		tm := claim(ns, infrav1.KindTerraformMachine, "prod-cp-1", fmt.Sprintf("captf-m-prod-cp-1-apply-a%d-111111", round+1), infrav1.OperationApply)
 		var (
 			wg     sync.WaitGroup
 			ec, em Entry

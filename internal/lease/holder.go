@@ -190,7 +190,7 @@ func MemberMayStart(op infrav1.Operation, gate bool, cluster Holder, clusterStat
 type InFlight struct {
 	// Kind and Name are the object's (Name is its owner-name label, hashed
 	// when over 63 characters).
-	Kind string
+	Kind infrav1.WorkloadKind
 	Name string
 	// Job holds the run lease; Op is its operation.
 	Job string

@@ -19,6 +19,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // jobNameLabel is the label Kubernetes puts on a Job's pods.
@@ -55,7 +56,7 @@ type Claim struct {
 	// Owner is the object the Job runs for; its ClusterName labels the run
 	// lease (the gate finds a cluster's machine leases by it) and names the
 	// cluster lease.
-	Owner jobs.Owner
+	Owner owner.Owner
 	// Suffix is the object's state suffix; the run lease is RunName(Suffix).
 	Suffix string
 	// Job is the Job's name: the holder identity.
@@ -176,7 +177,7 @@ func (l *Leases) Enter(ctx context.Context, c Claim, gate bool) (Entry, error) {
 		return e, nil
 	}
 
-	if c.Owner.Kind != jobs.KindCluster {
+	if c.Owner.Kind != infrav1.KindTerraformCluster {
 		h, state, err := l.ClusterHolder(ctx, c.Owner.Namespace, c.Owner.ClusterName)
 		if err != nil {
 			return e, err
@@ -233,7 +234,7 @@ func (l *Leases) Leave(ctx context.Context, c Claim) error {
 		return err
 	}
 	errs := []error{l.ReleaseRun(ctx, c.Owner.Namespace, c.Suffix, c.Job)}
-	if c.Owner.Kind == jobs.KindCluster && c.Owner.ClusterName != "" {
+	if c.Owner.Kind == infrav1.KindTerraformCluster && c.Owner.ClusterName != "" {
 		errs = append(errs, l.ReleaseCluster(ctx, c.Owner.Namespace, c.Owner.ClusterName, c.Job))
 	}
 	return errors.Join(errs...)
@@ -265,7 +266,7 @@ func (l *Leases) MachineOperations(ctx context.Context, namespace, cluster strin
 	list := &coordinationv1.LeaseList{}
 	if err := l.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{
 		infrav1.LeaseLabel:         infrav1.LeaseRun,
-		clusterv1.ClusterNameLabel: jobs.LabelValue(cluster),
+		clusterv1.ClusterNameLabel: owner.LabelValue(cluster),
 	}); err != nil {
 		return nil, fmt.Errorf("failed to list the run Leases of cluster %s/%s: %w", namespace, cluster, err)
 	}
@@ -273,8 +274,8 @@ func (l *Leases) MachineOperations(ctx context.Context, namespace, cluster strin
 	var out []InFlight
 	for i := range list.Items {
 		lease := &list.Items[i]
-		kind := lease.Labels[infrav1.OwnerKindLabel]
-		if kind != jobs.KindMachine && kind != jobs.KindMachinePool {
+		kind := infrav1.WorkloadKind(lease.Labels[infrav1.OwnerKindLabel])
+		if kind != infrav1.KindTerraformMachine && kind != infrav1.KindTerraformMachinePool {
 			continue
 		}
 		name := holderName(lease)
@@ -498,16 +499,16 @@ func renewed(lease *coordinationv1.Lease) time.Time {
 
 // runLabels are an object's run lease labels: captf.io/lease=run, the
 // owner's kind and name, the cluster name when known, and managed.
-func runLabels(o jobs.Owner) map[string]string {
-	l := jobs.OwnerLabels(o)
+func runLabels(o owner.Owner) map[string]string {
+	l := o.Labels()
 	l[infrav1.LeaseLabel] = infrav1.LeaseRun
 	return l
 }
 
 // clusterLabels are a Cluster's write lease labels: captf.io/lease=cluster,
 // managed, the TerraformCluster as owner and the cluster name.
-func clusterLabels(o jobs.Owner) map[string]string {
-	l := jobs.OwnerLabels(o)
+func clusterLabels(o owner.Owner) map[string]string {
+	l := o.Labels()
 	l[infrav1.LeaseLabel] = infrav1.LeaseCluster
 	return l
 }

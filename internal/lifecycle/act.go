@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
@@ -22,7 +23,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
-func jobsOwnerLabels(p *Pass) map[string]string { return jobs.OwnerLabels(p.owner()) }
+func jobsOwnerLabels(p *Pass) map[string]string { return p.owner().Labels() }
 
 // observe fills the decision's Observation from the pass.
 func (f *Flow) observe(p *Pass) decide.Observation {
@@ -119,9 +120,9 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 // driftSettings are the object's drift settings: its own interval and
 // action (the kind's), its cluster's defaults and the manager's default.
 func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
-	interval, action := f.Adapter.Drift(p.Obj)
-	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, IntervalSeconds: interval, Action: action}
-	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
+	own := f.Adapter.Fields(p.Obj)
+	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, IntervalSeconds: own.DriftIntervalSeconds, Action: own.DriftAction}
+	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
 		if dd := p.TerraformCluster.Spec.Defaults; dd != nil && dd.Drift != nil {
 			d.DefaultsIntervalSeconds = dd.Drift.IntervalSeconds
 		}
@@ -132,7 +133,7 @@ func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
 // act carries out the decision.
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision
-	if p.Kind == decide.KindCluster && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
+	if p.Kind == infrav1.KindTerraformCluster && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
 		// Deletion is blocked only while the decision waits on the
 		// cluster's machines and pools.
 		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
@@ -229,7 +230,7 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		if p.Durable == nil {
 			return fmt.Errorf("the durable inputs Secret %s is missing", DurableName(p.Kind, p.Obj.GetName()))
 		}
-		run.Inputs = jobs.Inputs{MainTF: p.Durable.Data[inputs.MainFile], TFVars: p.Durable.Data[inputs.TFVarsFile]}
+		run.Inputs = jobs.Inputs{MainTF: p.Durable.Data[contract.MainFile], TFVars: p.Durable.Data[contract.TFVarsFile]}
 		if img := p.Durable.Annotations[infrav1.ImageAnnotation]; img != "" {
 			run.Image = img
 		}
@@ -283,7 +284,7 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 	if created && op == infrav1.OperationApply && d.Reason == decide.ReasonInputsChanged {
 		// Counted when the apply's Job is created, once: a pass that finds
 		// the Job already there counted it before.
-		metrics.InputsHashChanged(string(p.Kind))
+		metrics.InputsHashChanged(p.Kind)
 	}
 	secret, err := jobs.RunSecret(run, job)
 	if err != nil {
@@ -354,7 +355,7 @@ func (f *Flow) writeDurable(ctx context.Context, p *Pass) error {
 		s.Annotations[infrav1.ImageAnnotation] = p.Obj.GetWorkspace().Source.Image
 		s.Annotations[infrav1.IdentityAnnotation] = p.Identity
 		s.Type = corev1.SecretTypeOpaque
-		s.Data = map[string][]byte{inputs.MainFile: r.MainTF, inputs.TFVarsFile: r.TFVars}
+		s.Data = map[string][]byte{contract.MainFile: r.MainTF, contract.TFVarsFile: r.TFVars}
 		return controllerutil.SetOwnerReference(p.Obj, s, f.Client.Scheme())
 	})
 	if err != nil {
@@ -431,14 +432,14 @@ func (f *Flow) dropFinalizer(ctx context.Context, p *Pass) error {
 		p.Obj.SetResourceVersion(v)
 	}
 	base := p.Obj.DeepCopyObject().(client.Object)
-	if !controllerutil.RemoveFinalizer(p.Obj, f.Adapter.Finalizer()) {
+	if !controllerutil.RemoveFinalizer(p.Obj, p.Kind.Finalizer()) {
 		return nil
 	}
 	if err := f.Client.Patch(ctx, p.Obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to remove the finalizer: %w", err)
 	}
-	f.event(p, nil, corev1.EventTypeNormal, infrav1.FinalizerRemovedEvent, "Removed finalizer "+f.Adapter.Finalizer())
-	metrics.ObjectDeleted(string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName())
+	f.event(p, nil, corev1.EventTypeNormal, infrav1.FinalizerRemovedEvent, "Removed finalizer "+p.Kind.Finalizer())
+	metrics.ObjectDeleted(p.Kind, p.Obj.GetNamespace(), p.Obj.GetName())
 	f.written.forget(p.Obj.GetUID())
 	return nil
 }
@@ -454,7 +455,7 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	}
 	if prev := p.Before(t); prev == nil || prev.Reason != w.Reason {
 		f.event(p, nil, corev1.EventTypeNormal, w.Reason, w.Message)
-		metrics.LeaseWait(string(p.Kind), w.metric)
+		metrics.LeaseWait(p.Kind, w.metric)
 	}
 	p.record(fromRefusal, t, metav1ConditionUnknown, w.Reason, w.Message)
 }

@@ -19,21 +19,12 @@ import (
 )
 
 // Object is a TerraformCluster, TerraformMachine or TerraformMachinePool.
-type Object interface {
-	client.Object
-	infrav1.Workload
-}
+type Object = infrav1.Workload
 
 // Adapter is what one workload kind adds to the shared flow.
 type Adapter interface {
-	// Kind is the workload kind.
-	Kind() decide.Kind
-	// Role is the module role the kind runs.
+	// Role is the module role the kind runs; the role names the kind.
 	Role() contract.Role
-	// New returns an empty object of the kind.
-	New() Object
-	// Finalizer is the kind's finalizer.
-	Finalizer() string
 
 	// LookupOwner finds the object's Cluster API owner, its Cluster and (for
 	// a machine or pool) its TerraformCluster, filling p.Cluster,
@@ -61,14 +52,30 @@ type Adapter interface {
 	// provisioned latches.
 	ReadyConditions(provisioned bool) []string
 
-	// Drift is the object's own drift interval and action (nil and ""
-	// when it sets none).
-	Drift(obj Object) (intervalSeconds *int32, action decide.DriftAction)
+	// Fields returns the kind's own spec and status fields the shared flow
+	// reads or writes.
+	Fields(obj Object) KindFields
 
 	// Observe adds to the decision's observation what only the kind
 	// knows: a cluster's apply policy and plan, a machine's remediation, a
 	// pool's membership.
 	Observe(p *Pass, obs *decide.Observation)
+}
+
+// KindFields are the fields of one object that only some kinds have and
+// the shared flow reads or writes; a kind without a field leaves it nil.
+type KindFields struct {
+	// DriftIntervalSeconds and DriftAction are the object's own drift
+	// settings (nil and "" when it sets none).
+	DriftIntervalSeconds *int32
+	DriftAction          decide.DriftAction
+	// Plan is a TerraformCluster's status.plan.
+	Plan **infrav1.PlanPreview
+	// UnhealthySamples is a TerraformMachine's status.unhealthySamples.
+	UnhealthySamples *int32
+	// AnnotateMachine is a TerraformMachine's
+	// spec.remediation.annotateMachine.
+	AnnotateMachine bool
 }
 
 // Wait is a reason (and message) the object waits on.
@@ -102,7 +109,7 @@ type InputsOutcome struct {
 // step by step; adapters read and add to it.
 type Pass struct {
 	Obj  Object
-	Kind decide.Kind
+	Kind infrav1.WorkloadKind
 	Now  time.Time
 	// fromVersion is the resourceVersion the pass started from; writes
 	// learns the one its patch helper produced.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,7 @@ import (
 //     the serial, so the same serial can be asked for again; a failed one
 //     keeps both, and is not retried for that serial.
 func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
-	kind := string(p.Kind)
+	kind := p.Kind
 	succeeded := c.Outcome == jobs.OutcomeSucceeded
 	switch op {
 	case infrav1.OperationApply:
@@ -39,14 +40,14 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			}
 		}
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
-		tc, ok := p.Obj.(*infrav1.TerraformCluster)
-		if approved == "" || !ok {
+		plan := f.Adapter.Fields(p.Obj).Plan
+		if approved == "" || plan == nil {
 			return
 		}
 		switch c.Outcome {
 		case jobs.OutcomeSucceeded:
 			removeAnnotationIf(p, infrav1.ApprovePlanAnnotation, approved)
-			tc.Status.Plan = nil
+			*plan = nil
 			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanAppliedEvent, "Applied approved plan "+approved+" with Job "+job.Name)
 			metrics.PlanApproval(kind, "approved")
 		case jobs.OutcomePlanChanged:
@@ -91,13 +92,13 @@ func removeAnnotationIf(p *Pass, key, want string) bool {
 // approval, with the exact approve command in ApplyJobSucceeded (Unknown:
 // waiting never turns Ready false).
 func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) string {
-	tc, ok := p.Obj.(*infrav1.TerraformCluster)
-	if !ok || c.Result.Plan == nil {
+	plan := f.Adapter.Fields(p.Obj).Plan
+	if plan == nil || c.Result.Plan == nil {
 		return ""
 	}
 	pl := c.Result.Plan
 	created := metav1.NewTime(c.FinishedAt)
-	tc.Status.Plan = &infrav1.PlanPreview{
+	*plan = &infrav1.PlanPreview{
 		InputsHash: job.Annotations[infrav1.InputsHashAnnotation],
 		Job:        job.Name,
 		PlanHash:   pl.Hash,
@@ -108,8 +109,8 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 		Truncated:  pl.Truncated,
 		CreatedAt:  &created,
 	}
-	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate terraformcluster %s -n %s %s=%s --overwrite",
-		pl.Hash, pl.Add, pl.Change, pl.Destroy, tc.Name, tc.Namespace, infrav1.ApprovePlanAnnotation, pl.Hash)
+	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate %s %s -n %s %s=%s --overwrite",
+		pl.Hash, pl.Add, pl.Change, pl.Destroy, strings.ToLower(string(p.Kind)), p.Obj.GetName(), p.Obj.GetNamespace(), infrav1.ApprovePlanAnnotation, pl.Hash)
 	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
 	return msg
 }

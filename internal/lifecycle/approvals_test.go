@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 )
@@ -92,8 +91,8 @@ func TestConsumeRequests(t *testing.T) {
 			obj.Status.Plan = &infrav1.PlanPreview{InputsHash: inputs, PlanHash: plan, Job: "j0"}
 			obj.Status.LastRestoredSerial = tc.restored
 			rec := events.NewFakeRecorder(10)
-			f := &Flow{Recorder: rec}
-			p := &Pass{Obj: obj, Kind: decide.KindCluster}
+			f := &Flow{Recorder: rec, Adapter: readyAdapter{}}
+			p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Namespace: "ns", Annotations: tc.jobAnn}}
 			c := &jobs.Classification{Outcome: tc.outcome, FinishedAt: time.Unix(100, 0), Result: jobs.Result{Plan: tc.plan}}
 			f.consumeRequests(p, job, tc.op, c)
@@ -156,7 +155,7 @@ func TestForgetRestore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			obj := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Annotations: c.ann}}
 			obj.Status.LastRestoredSerial = 7
-			forgetRestore(&Pass{Obj: obj, Kind: decide.KindMachine})
+			forgetRestore(&Pass{Obj: obj, Kind: infrav1.KindTerraformMachine})
 			if obj.Status.LastRestoredSerial != c.want {
 				t.Fatalf("status.lastRestoredSerial = %d, want %d", obj.Status.LastRestoredSerial, c.want)
 			}

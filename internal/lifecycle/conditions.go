@@ -6,7 +6,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 )
 
 // A pass never writes a condition onto the object while it runs. Each step
@@ -140,7 +139,7 @@ func recordDefaults(p *Pass) {
 	initial(infrav1.IdentityAllowedCondition, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
 	initial(infrav1.CredentialsMirroredCondition, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
 	initial(infrav1.RunnerRBACReadyCondition, metav1.ConditionUnknown, infrav1.RBACFailedReason)
-	if p.Kind == decide.KindCluster {
+	if p.Kind == infrav1.KindTerraformCluster {
 		initial(infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)
 	}
 }

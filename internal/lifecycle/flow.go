@@ -56,6 +56,10 @@ type Flow struct {
 	written *written
 }
 
+// kind is the workload kind the flow reconciles: the one that runs its
+// adapter's role.
+func (f *Flow) kind() infrav1.WorkloadKind { return f.Adapter.Role().Kind() }
+
 func (f *Flow) now() time.Time {
 	if f.Clock != nil {
 		return f.Clock()
@@ -72,16 +76,16 @@ var errStop = errors.New("stop")
 // backs it off); one that waits returns the soonest requeue any step asked
 // for.
 func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	obj := f.Adapter.New()
+	obj := f.kind().NewObject()
 	if err := f.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone, also when its finalizer was removed by hand: its
 			// per-object series go with it.
-			metrics.ObjectDeleted(string(f.Adapter.Kind()), req.Namespace, req.Name)
+			metrics.ObjectDeleted(f.kind(), req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues(string(f.Adapter.Kind()), client.ObjectKeyFromObject(obj))
+	log := ctrl.LoggerFrom(ctx).WithValues(string(f.kind()), client.ObjectKeyFromObject(obj))
 	ctx = ctrl.LoggerInto(ctx, log)
 	if f.written.stale(obj) {
 		// The update this manager made is on its way and wakes the
@@ -94,7 +98,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 		return ctrl.Result{}, nil
 	}
 
-	p := &Pass{Obj: obj, Kind: f.Adapter.Kind(), Now: f.now(), fromVersion: obj.GetResourceVersion(), flow: f}
+	p := &Pass{Obj: obj, Kind: f.kind(), Now: f.now(), fromVersion: obj.GetResourceVersion(), flow: f}
 	snapshotConditions(p)
 	// The patch helper takes its snapshot before anything touches the
 	// object, so whatever the pass records is written by its one patch.
@@ -173,7 +177,7 @@ func (f *Flow) preamble(ctx context.Context, p *Pass) error {
 		p.Requeue(decide.RequeueNotReady)
 		return errStop
 	}
-	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, f.Adapter.Finalizer()) {
+	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, p.Kind.Finalizer()) {
 		return errStop
 	}
 	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
@@ -192,7 +196,7 @@ func externallyManaged(obj client.Object) bool {
 
 // lookupOwner finds the owner, the Cluster and the TerraformCluster.
 func (f *Flow) lookupOwner(ctx context.Context, p *Pass) error {
-	suffix, err := state.Suffix(p.Obj.GetNamespace(), string(p.Kind), p.Obj.GetName())
+	suffix, err := state.Suffix(p.Obj.GetNamespace(), p.Kind, p.Obj.GetName())
 	if err != nil {
 		return fmt.Errorf("failed to derive the state suffix: %w", err)
 	}
@@ -232,7 +236,7 @@ func (f *Flow) pausedBranch(ctx context.Context, p *Pass) error {
 
 // decide fills the Observation and asks internal/decide.
 func (f *Flow) decide(ctx context.Context, p *Pass) error {
-	if p.Kind == decide.KindCluster && !p.Obj.GetDeletionTimestamp().IsZero() {
+	if p.Kind == infrav1.KindTerraformCluster && !p.Obj.GetDeletionTimestamp().IsZero() {
 		exist, err := f.dependentsExist(ctx, p)
 		if err != nil {
 			return err
@@ -245,7 +249,7 @@ func (f *Flow) decide(ctx context.Context, p *Pass) error {
 		return fmt.Errorf("failed to decide the next operation: %w", err)
 	}
 	p.Decision = d
-	metrics.Decision(string(p.Kind), string(d.Op), string(d.Reason))
+	metrics.Decision(p.Kind, string(d.Op), string(d.Reason))
 	ctrl.LoggerFrom(ctx).V(4).Info("Decided", "op", d.Op, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
 	return nil
 }

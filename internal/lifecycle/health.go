@@ -123,15 +123,15 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 		counts := wasProvisioned || p.Provisioned()
 		if fromApply {
 			definite := decide.DefiniteReading(r.OutputsValid, state)
-			if definite && p.Kind != decide.KindCluster {
+			if definite && p.Kind != infrav1.KindTerraformCluster {
 				t := metav1Time(appliedAt)
 				s.LastRefresh = &t
 			}
 			counts = counts && definite
 		}
 		if counts {
-			if m, ok := p.Obj.(*infrav1.TerraformMachine); ok {
-				m.Status.UnhealthySamples = int32(decide.NextUnhealthySamples(int(m.Status.UnhealthySamples), hc.Reason))
+			if n := f.Adapter.Fields(p.Obj).UnhealthySamples; n != nil {
+				*n = int32(decide.NextUnhealthySamples(int(*n), hc.Reason))
 			}
 		}
 	}

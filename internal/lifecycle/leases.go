@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
 )
 
@@ -49,7 +48,7 @@ func (f *Flow) deleteLeases(ctx context.Context, p *Pass) error {
 	if err := l.DeleteRun(ctx, p.Obj.GetNamespace(), p.Suffix); err != nil {
 		return fmt.Errorf("failed to delete the run lease: %w", err)
 	}
-	if p.Kind == decide.KindCluster && p.ClusterName != "" {
+	if p.Kind == infrav1.KindTerraformCluster && p.ClusterName != "" {
 		if err := l.DeleteCluster(ctx, p.Obj.GetNamespace(), p.ClusterName); err != nil {
 			return fmt.Errorf("failed to delete the cluster lease: %w", err)
 		}

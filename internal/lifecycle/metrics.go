@@ -92,7 +92,7 @@ func passTransitions(before, after func(string) *metav1.Condition, unreadableSki
 // status patch holding them succeeded, so a failed patch counts nothing
 // and the next pass sees the same transition again.
 func (f *Flow) transitionMetrics(p *Pass) {
-	kind := string(p.Kind)
+	kind := p.Kind
 	t := passTransitions(p.Before, func(c string) *metav1.Condition { return condition(p, c) }, p.backupSkippedUnreadable)
 	if t.stateReadError != "" {
 		metrics.StateReadError(kind, t.stateReadError)
@@ -207,7 +207,7 @@ func forceUnlocked(r jobs.Result) bool {
 
 // finishedJobMetrics records what countFinishedJob found.
 func (f *Flow) finishedJobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
-	kind := string(p.Kind)
+	kind := p.Kind
 	n := countFinishedJob(job, p.pods[job.Name], op, c, p.Records)
 	for _, s := range n.steps {
 		metrics.JobStep(kind, string(op), s.name, s.d)
@@ -235,12 +235,12 @@ func (f *Flow) finishedJobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operatio
 // while the effective drift interval is on; refresh for a pool (its
 // membership refresh) and for a provisioned machine that annotates its
 // Machine (its health check). Other operations always export theirs.
-func scheduled(kind decide.Kind, op decide.Operation, drift decide.DriftSettings, annotateMachine, provisioned bool) bool {
+func scheduled(kind infrav1.WorkloadKind, op decide.Operation, drift decide.DriftSettings, annotateMachine, provisioned bool) bool {
 	switch op {
 	case decide.OpDrift:
 		return decide.EffectiveDriftInterval(kind, drift).Enabled
 	case decide.OpRefresh:
-		return kind == decide.KindMachinePool || (kind == decide.KindMachine && annotateMachine && provisioned)
+		return kind == infrav1.KindTerraformMachinePool || (kind == infrav1.KindTerraformMachine && annotateMachine && provisioned)
 	}
 	return true
 }
@@ -248,12 +248,9 @@ func scheduled(kind decide.Kind, op decide.Operation, drift decide.DriftSettings
 // scheduleMetrics removes the drift and refresh last-success series of an
 // object whose schedule for that operation is off.
 func (f *Flow) scheduleMetrics(p *Pass) {
-	kind, ns, name := string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName()
+	kind, ns, name := p.Kind, p.Obj.GetNamespace(), p.Obj.GetName()
 	drift := f.driftSettings(p)
-	annotate := false
-	if m, ok := p.Obj.(*infrav1.TerraformMachine); ok && m.Spec.Remediation != nil {
-		annotate = m.Spec.Remediation.AnnotateMachine != nil && *m.Spec.Remediation.AnnotateMachine
-	}
+	annotate := f.Adapter.Fields(p.Obj).AnnotateMachine
 	for _, op := range []decide.Operation{decide.OpDrift, decide.OpRefresh} {
 		if !scheduled(p.Kind, op, drift, annotate, p.Provisioned()) {
 			metrics.DeleteLastSuccess(kind, ns, name, string(op))

@@ -416,23 +416,23 @@ func TestScheduled(t *testing.T) {
 	off, on := int32(0), int32(600)
 	for _, c := range []struct {
 		name                  string
-		kind                  decide.Kind
+		kind                  infrav1.WorkloadKind
 		op                    decide.Operation
 		drift                 decide.DriftSettings
 		annotate, provisioned bool
 		want                  bool
 	}{
-		{"drift series exported while drift is scheduled (manager default)", decide.KindCluster, decide.OpDrift, decide.DriftSettings{}, false, true, true},
-		{"drift series not exported when intervalSeconds 0 turns drift off", decide.KindCluster, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &off}, false, true, false},
-		{"drift off inherited from the cluster's defaults", decide.KindMachine, decide.OpDrift, decide.DriftSettings{DefaultsIntervalSeconds: &off}, false, true, false},
-		{"a machine's own interval overrides the cluster's 0", decide.KindMachine, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &on, DefaultsIntervalSeconds: &off}, false, true, true},
-		{"a pool's drift can never be turned off", decide.KindMachinePool, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
-		{"refresh series of a pool: the membership refresh is always scheduled", decide.KindMachinePool, decide.OpRefresh, decide.DriftSettings{}, false, false, true},
-		{"refresh series of a machine that annotates its Machine, once provisioned", decide.KindMachine, decide.OpRefresh, decide.DriftSettings{}, true, true, true},
-		{"refresh series of a machine without remediation: not scheduled", decide.KindMachine, decide.OpRefresh, decide.DriftSettings{}, false, true, false},
-		{"refresh series of an unprovisioned machine: not scheduled", decide.KindMachine, decide.OpRefresh, decide.DriftSettings{}, true, false, false},
-		{"refresh series of a cluster: refresh is never scheduled", decide.KindCluster, decide.OpRefresh, decide.DriftSettings{}, false, true, false},
-		{"apply series are always exported", decide.KindCluster, decide.OpApply, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
+		{"drift series exported while drift is scheduled (manager default)", infrav1.KindTerraformCluster, decide.OpDrift, decide.DriftSettings{}, false, true, true},
+		{"drift series not exported when intervalSeconds 0 turns drift off", infrav1.KindTerraformCluster, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &off}, false, true, false},
+		{"drift off inherited from the cluster's defaults", infrav1.KindTerraformMachine, decide.OpDrift, decide.DriftSettings{DefaultsIntervalSeconds: &off}, false, true, false},
+		{"a machine's own interval overrides the cluster's 0", infrav1.KindTerraformMachine, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &on, DefaultsIntervalSeconds: &off}, false, true, true},
+		{"a pool's drift can never be turned off", infrav1.KindTerraformMachinePool, decide.OpDrift, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
+		{"refresh series of a pool: the membership refresh is always scheduled", infrav1.KindTerraformMachinePool, decide.OpRefresh, decide.DriftSettings{}, false, false, true},
+		{"refresh series of a machine that annotates its Machine, once provisioned", infrav1.KindTerraformMachine, decide.OpRefresh, decide.DriftSettings{}, true, true, true},
+		{"refresh series of a machine without remediation: not scheduled", infrav1.KindTerraformMachine, decide.OpRefresh, decide.DriftSettings{}, false, true, false},
+		{"refresh series of an unprovisioned machine: not scheduled", infrav1.KindTerraformMachine, decide.OpRefresh, decide.DriftSettings{}, true, false, false},
+		{"refresh series of a cluster: refresh is never scheduled", infrav1.KindTerraformCluster, decide.OpRefresh, decide.DriftSettings{}, false, true, false},
+		{"apply series are always exported", infrav1.KindTerraformCluster, decide.OpApply, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := scheduled(c.kind, c.op, c.drift, c.annotate, c.provisioned); got != c.want {
@@ -454,7 +454,7 @@ func TestFinishedJobMetricsRecord(t *testing.T) {
 	const kind = "TerraformMachinePool"
 	t0 := time.Now().Add(-time.Hour)
 	f := &Flow{}
-	p := &Pass{Obj: &infrav1.TerraformMachinePool{ObjectMeta: metav1.ObjectMeta{Name: "finished", Namespace: "metrics-test"}}, Kind: decide.KindMachinePool}
+	p := &Pass{Obj: &infrav1.TerraformMachinePool{ObjectMeta: metav1.ObjectMeta{Name: "finished", Namespace: "metrics-test"}}, Kind: infrav1.KindTerraformMachinePool}
 	job, pod := finishedJob(t, "finished-apply", infrav1.OperationApply, t0, t0.Add(12*time.Second), true, applyDoc(infrav1.OperationApply))
 	p.pods = map[string]*corev1.Pod{job.Name: pod}
 	p.Records = []decide.JobRecord{{Name: "old", Op: decide.OpApply, Finished: t0.Add(-time.Minute)}}
@@ -542,7 +542,7 @@ func TestTransitionMetricsRecord(t *testing.T) {
 	s0, b0, o0, d0 := stateErr(), skipped(), outputs(), denied()
 
 	pass := func() {
-		p := &Pass{Obj: tc, Kind: decide.KindCluster}
+		p := &Pass{Obj: tc, Kind: infrav1.KindTerraformCluster}
 		snapshotConditions(p)
 		setCondition(p, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateInconsistentReason, "")
 		setCondition(p, infrav1.OutputsValidCondition, metav1.ConditionFalse, infrav1.OutputsInvalidReason, "")
@@ -576,7 +576,7 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	for _, op := range []string{"apply", "drift", "refresh"} {
 		metrics.SetLastSuccess("TerraformCluster", tc.Namespace, tc.Name, op, time.Unix(1000, 0))
 	}
-	f.scheduleMetrics(&Pass{Obj: tc, Kind: decide.KindCluster})
+	f.scheduleMetrics(&Pass{Obj: tc, Kind: infrav1.KindTerraformCluster})
 	if !readSeries(t, "captf_last_success_timestamp_seconds", labels("drift")).found {
 		t.Error("the drift series went while drift is scheduled by the manager default")
 	}
@@ -585,7 +585,7 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	}
 	off := int32(0)
 	tc.Spec.Drift = &infrav1.DriftPolicy{IntervalSeconds: &off}
-	f.scheduleMetrics(&Pass{Obj: tc, Kind: decide.KindCluster})
+	f.scheduleMetrics(&Pass{Obj: tc, Kind: infrav1.KindTerraformCluster})
 	if readSeries(t, "captf_last_success_timestamp_seconds", labels("drift")).found {
 		t.Error("the drift series is exported after intervalSeconds 0 turned drift off")
 	}
@@ -614,7 +614,7 @@ func TestSyncRemediationCountsRequests(t *testing.T) {
 	tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
 	tm.Spec.Remediation = &infrav1.MachineRemediation{AnnotateMachine: &yes}
 	f := &Flow{}
-	p := &Pass{Obj: tm, Kind: decide.KindMachine, flow: f}
+	p := &Pass{Obj: tm, Kind: infrav1.KindTerraformMachine, flow: f}
 	p.SetProvisioned()
 	requested := func() float64 {
 		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "requested"}).value
@@ -664,7 +664,7 @@ func TestBackupsSkipUnreadableOnce(t *testing.T) {
 	}
 	s0 := skipped()
 	for range 3 {
-		p := &Pass{Obj: tc, Kind: decide.KindCluster, Now: time.Now()}
+		p := &Pass{Obj: tc, Kind: infrav1.KindTerraformCluster, Now: time.Now()}
 		snapshotConditions(p)
 		setCondition(p, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateEncryptedReason, readErr.Error())
 		if err := f.backups(context.Background(), p, readErr); err != nil {

@@ -21,7 +21,7 @@ import (
 
 // DurableName is the durable inputs Secret's name:
 // captf-inputs-<kindshort>-<name>.
-func DurableName(kind decide.Kind, name string) string {
+func DurableName(kind infrav1.WorkloadKind, name string) string {
 	return "captf-inputs-" + kind.Short() + "-" + name
 }
 
@@ -144,7 +144,7 @@ func (f *Flow) backups(ctx context.Context, p *Pass, readErr error) error {
 		Deleting: !p.Obj.GetDeletionTimestamp().IsZero(),
 		Now:      p.Now,
 	})
-	kind := string(p.Kind)
+	kind := p.Kind
 	if out.Taken != nil {
 		metrics.StateBackup(kind, metrics.BackupTaken)
 	}
@@ -241,7 +241,7 @@ func (p *Pass) durableInputsHash(role contract.Role) string {
 		return ""
 	}
 	h, err := inputs.HashFiles(role, p.Durable.Annotations[infrav1.ImageAnnotation],
-		p.Durable.Data[inputs.MainFile], p.Durable.Data[inputs.TFVarsFile])
+		p.Durable.Data[contract.MainFile], p.Durable.Data[contract.TFVarsFile])
 	if err != nil {
 		return ""
 	}

@@ -36,7 +36,7 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 	}
 	p.Cluster = cluster
 	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != "TerraformCluster" {
+	if ref.Kind != string(infrav1.KindTerraformCluster) {
 		return &Wait{Reason: infrav1.ClusterNotTerraformReason, False: true,
 			Message: fmt.Sprintf("Cluster %s's infrastructure is a %s, not a TerraformCluster", name, ref.Kind)}, nil
 	}
@@ -59,7 +59,8 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 // owner's, and obj's cluster-name label, when set, is the owner's cluster.
 // It returns the failed check as a DependenciesReady=False/OwnerMismatch
 // wait, or nil.
-func BackReference(obj client.Object, kind string, owner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) *Wait {
+func BackReference(obj infrav1.Workload, owner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) *Wait {
+	kind := string(obj.GetWorkloadKind())
 	ownerKind := owner.GetObjectKind().GroupVersionKind().Kind
 	if ownerKind == "" {
 		ownerKind = ownerKindOf(owner)

@@ -39,23 +39,23 @@ func TestBackReference(t *testing.T) {
 		mismatch bool
 	}{
 		{"machine: an owner that references it back is the owner",
-			BackReference(tm(map[string]string{clusterv1.ClusterNameLabel: "c0"}, "m-uid"), "TerraformMachine", machine(), machine().Spec.InfrastructureRef, "c0"), false},
+			BackReference(tm(map[string]string{clusterv1.ClusterNameLabel: "c0"}, "m-uid"), machine(), machine().Spec.InfrastructureRef, "c0"), false},
 		{"machine: an ownerReferences entry without a UID is not checked",
-			BackReference(tm(nil, ""), "TerraformMachine", machine(), machine().Spec.InfrastructureRef, "c0"), false},
+			BackReference(tm(nil, ""), machine(), machine().Spec.InfrastructureRef, "c0"), false},
 		{"machine: another kind in infrastructureRef",
-			BackReference(tm(nil, "m-uid"), "TerraformMachine", machine(), clusterv1.ContractVersionedObjectReference{APIGroup: group, Kind: "OtherMachine", Name: "tm0"}, "c0"), true},
+			BackReference(tm(nil, "m-uid"), machine(), clusterv1.ContractVersionedObjectReference{APIGroup: group, Kind: "OtherMachine", Name: "tm0"}, "c0"), true},
 		{"machine: another name in infrastructureRef",
-			BackReference(tm(nil, "m-uid"), "TerraformMachine", machine(), clusterv1.ContractVersionedObjectReference{APIGroup: group, Kind: "TerraformMachine", Name: "tm1"}, "c0"), true},
+			BackReference(tm(nil, "m-uid"), machine(), clusterv1.ContractVersionedObjectReference{APIGroup: group, Kind: "TerraformMachine", Name: "tm1"}, "c0"), true},
 		{"machine: another apiGroup in infrastructureRef",
-			BackReference(tm(nil, "m-uid"), "TerraformMachine", machine(), clusterv1.ContractVersionedObjectReference{APIGroup: "other.example.com", Kind: "TerraformMachine", Name: "tm0"}, "c0"), true},
+			BackReference(tm(nil, "m-uid"), machine(), clusterv1.ContractVersionedObjectReference{APIGroup: "other.example.com", Kind: "TerraformMachine", Name: "tm0"}, "c0"), true},
 		{"machine: the ownerReferences UID is another Machine's",
-			BackReference(tm(nil, "stale-uid"), "TerraformMachine", machine(), machine().Spec.InfrastructureRef, "c0"), true},
+			BackReference(tm(nil, "stale-uid"), machine(), machine().Spec.InfrastructureRef, "c0"), true},
 		{"machine: the cluster-name label names another cluster than the Machine's spec.clusterName",
-			BackReference(tm(map[string]string{clusterv1.ClusterNameLabel: "c1"}, "m-uid"), "TerraformMachine", machine(), machine().Spec.InfrastructureRef, "c0"), true},
+			BackReference(tm(map[string]string{clusterv1.ClusterNameLabel: "c1"}, "m-uid"), machine(), machine().Spec.InfrastructureRef, "c0"), true},
 		{"pool: the cluster-name label names another cluster than the MachinePool's spec.clusterName",
-			BackReference(tmp, "TerraformMachinePool", pool, pool.Spec.Template.Spec.InfrastructureRef, pool.Spec.ClusterName), true},
+			BackReference(tmp, pool, pool.Spec.Template.Spec.InfrastructureRef, pool.Spec.ClusterName), true},
 		{"cluster: another apiGroup in the Cluster's infrastructureRef",
-			BackReference(tc, "TerraformCluster", cluster, cluster.Spec.InfrastructureRef, cluster.Name), true},
+			BackReference(tc, cluster, cluster.Spec.InfrastructureRef, cluster.Name), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if (c.got != nil) != c.mismatch {

@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 )
 
 func TestPinned(t *testing.T) {
@@ -26,8 +25,8 @@ func TestPinned(t *testing.T) {
 }
 
 func TestDurableName(t *testing.T) {
-	for kind, want := range map[decide.Kind]string{
-		decide.KindCluster: "captf-inputs-c-x", decide.KindMachine: "captf-inputs-m-x", decide.KindMachinePool: "captf-inputs-mp-x",
+	for kind, want := range map[infrav1.WorkloadKind]string{
+		infrav1.KindTerraformCluster: "captf-inputs-c-x", infrav1.KindTerraformMachine: "captf-inputs-m-x", infrav1.KindTerraformMachinePool: "captf-inputs-mp-x",
 	} {
 		if got := DurableName(kind, "x"); got != want {
 			t.Errorf("DurableName(%s) = %s, want %s", kind, got, want)
@@ -37,12 +36,17 @@ func TestDurableName(t *testing.T) {
 
 type readyAdapter struct{ Adapter }
 
-// Drift reads a TerraformCluster's own drift settings, as its adapter does.
-func (readyAdapter) Drift(obj Object) (*int32, decide.DriftAction) {
-	if tc, ok := obj.(*infrav1.TerraformCluster); ok && tc.Spec.Drift != nil {
-		return tc.Spec.Drift.IntervalSeconds, tc.Spec.Drift.Action
+// Fields gives a TerraformCluster's drift settings and plan, as its adapter
+// does.
+func (readyAdapter) Fields(obj Object) KindFields {
+	var f KindFields
+	if tc, ok := obj.(*infrav1.TerraformCluster); ok {
+		f.Plan = &tc.Status.Plan
+		if tc.Spec.Drift != nil {
+			f.DriftIntervalSeconds, f.DriftAction = tc.Spec.Drift.IntervalSeconds, tc.Spec.Drift.Action
+		}
 	}
-	return nil, ""
+	return f
 }
 
 func (readyAdapter) ReadyConditions(provisioned bool) []string {
@@ -71,7 +75,7 @@ func TestSummarizeReady(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tc := &infrav1.TerraformCluster{}
-			p := &Pass{Obj: tc, Kind: decide.KindCluster}
+			p := &Pass{Obj: tc, Kind: infrav1.KindTerraformCluster}
 			p.SetProvisioned()
 			set(p, infrav1.InfrastructureHealthyCondition, c.health)
 			set(p, infrav1.DeletingCondition, c.deleting)

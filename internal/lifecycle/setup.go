@@ -2,9 +2,12 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -17,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // ReadyBeforeProvisioned are the Ready inputs of every workload kind until
@@ -48,8 +51,8 @@ type ControllerOptions struct {
 // Jobs, and the Secrets and Leases that carry its owner labels.
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
-	kind := string(f.Adapter.Kind())
-	obj := f.Adapter.New()
+	kind := f.kind()
+	obj := f.kind().NewObject()
 	log := ctrl.LoggerFrom(ctx)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter))).
@@ -57,21 +60,11 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
 			builder.WithPredicates(managedOnly())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}).
-		Named(lower(kind))
+		Named(strings.ToLower(string(kind)))
 	if opts.Extra != nil {
 		b = opts.Extra(b)
 	}
 	return b.Complete(reconcile.Func(f.Reconcile))
-}
-
-func lower(s string) string {
-	out := []byte(s)
-	for i, c := range out {
-		if c >= 'A' && c <= 'Z' {
-			out[i] = c + 'a' - 'A'
-		}
-	}
-	return string(out)
 }
 
 func managedOnly() predicate.Predicate {
@@ -81,23 +74,23 @@ func managedOnly() predicate.Predicate {
 }
 
 // byOwnerLabels maps an object carrying CAPTF's owner labels to its owner.
-func byOwnerLabels(kind string) handler.MapFunc {
+func byOwnerLabels(kind infrav1.WorkloadKind) handler.MapFunc {
 	return func(_ context.Context, o client.Object) []reconcile.Request {
 		l := o.GetLabels()
-		if l[infrav1.OwnerKindLabel] != kind || l[infrav1.OwnerNameLabel] == "" {
+		if l[infrav1.OwnerKindLabel] != string(kind) || l[infrav1.OwnerNameLabel] == "" {
 			return nil
 		}
 		name := l[infrav1.OwnerNameLabel]
-		if name != jobs.LabelValue(name) {
+		if name != owner.LabelValue(name) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	}
 }
 
-// ByClusterName maps an object carrying the cluster-name label to every
-// object of list's kind in its namespace with the same label.
-func ByClusterName(c client.Client, list client.ObjectList) handler.MapFunc {
+// ByClusterName maps an object carrying the cluster-name label (or a
+// Cluster) to every object of the kind in its namespace with that label.
+func ByClusterName(c client.Client, kind infrav1.WorkloadKind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[clusterv1.ClusterNameLabel]
 		if cl, ok := o.(*clusterv1.Cluster); ok {
@@ -106,32 +99,17 @@ func ByClusterName(c client.Client, list client.ObjectList) handler.MapFunc {
 		if name == "" {
 			return nil
 		}
-		l := list.DeepCopyObject().(client.ObjectList)
+		l := kind.NewList()
 		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
 			return nil
 		}
 		var out []reconcile.Request
-		_ = forEach(l, func(item client.Object) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item)})
+		_ = meta.EachListItem(l, func(item runtime.Object) error {
+			if o, ok := item.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+			return nil
 		})
 		return out
 	}
-}
-
-func forEach(l client.ObjectList, fn func(client.Object)) error {
-	switch t := l.(type) {
-	case *infrav1.TerraformMachineList:
-		for i := range t.Items {
-			fn(&t.Items[i])
-		}
-	case *infrav1.TerraformMachinePoolList:
-		for i := range t.Items {
-			fn(&t.Items[i])
-		}
-	case *infrav1.TerraformClusterList:
-		for i := range t.Items {
-			fn(&t.Items[i])
-		}
-	}
-	return nil
 }

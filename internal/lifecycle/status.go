@@ -25,7 +25,7 @@ const (
 
 // objectMetrics sets the per-object gauges from what the pass found.
 func (f *Flow) objectMetrics(p *Pass) {
-	kind, ns, name := string(p.Kind), p.Obj.GetNamespace(), p.Obj.GetName()
+	kind, ns, name := p.Kind, p.Obj.GetNamespace(), p.Obj.GetName()
 	if c := condition(p, infrav1.ReadyCondition); c != nil {
 		metrics.SetReady(kind, ns, name, c.Status)
 	}
@@ -42,8 +42,8 @@ func (f *Flow) objectMetrics(p *Pass) {
 	if r := p.Inputs.Rendered; r != nil {
 		metrics.SetInputsBytes(kind, ns, name, r.Size())
 	}
-	if m, ok := p.Obj.(*infrav1.TerraformMachine); ok {
-		metrics.SetUnhealthySamples(ns, name, int(m.Status.UnhealthySamples))
+	if n := f.Adapter.Fields(p.Obj).UnhealthySamples; n != nil {
+		metrics.SetUnhealthySamples(ns, name, int(*n))
 	}
 	f.scheduleMetrics(p)
 }

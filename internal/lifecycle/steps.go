@@ -19,7 +19,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // stuckAfter is how old a Job that never started must be before it counts
@@ -58,26 +58,26 @@ func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 }
 
 // owner returns the object as internal/jobs and internal/state name it.
-func (p *Pass) owner() state.Owner {
-	return state.OwnerOf(p.Obj, string(p.Kind), p.ClusterName)
+func (p *Pass) owner() owner.Owner {
+	return owner.Of(p.Obj, p.Kind, p.ClusterName)
 }
 
 // bookkeeping reads the object's Jobs, accounts for every one that finished
 // since it was last seen, prunes history, and finds the active Job.
 func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	var clusterDefaults *infrav1.JobPolicy
-	if p.Kind != decide.KindCluster && p.TerraformCluster != nil {
+	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
 		clusterDefaults = jobs.ClusterDefaults(p.TerraformCluster)
 	}
 	p.Policy = jobs.Effective(p.Obj.GetWorkspace().Jobs, clusterDefaults)
 	p.PolicyErr = p.Policy.Validate()
 
 	var list batchv1.JobList
-	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.owner()))); err != nil {
+	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(p.owner().Labels())); err != nil {
 		return fmt.Errorf("failed to list Jobs: %w", err)
 	}
 	var pods corev1.PodList
-	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobs.OwnerLabels(p.owner()))); err != nil {
+	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(p.owner().Labels())); err != nil {
 		return fmt.Errorf("failed to list runner pods: %w", err)
 	}
 	podOf := map[string]*corev1.Pod{}
@@ -176,10 +176,10 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("failed to read Job %s: %w", aj.Name, err)
 	}
-	if aj.Operation != infrav1.OperationApply || p.Kind == decide.KindMachine {
+	if aj.Operation != infrav1.OperationApply || p.Kind == infrav1.KindTerraformMachine {
 		return f.releaseLeases(ctx, p, aj.Name)
 	}
-	obj := f.Adapter.New()
+	obj := f.kind().NewObject()
 	if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(p.Obj), obj); err != nil {
 		return fmt.Errorf("failed to read %s live: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}
@@ -309,7 +309,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 
 // jobMetrics counts a finished Job once, when it is bookkept.
 func (f *Flow) jobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
-	kind := string(p.Kind)
+	kind := p.Kind
 	var d time.Duration
 	if !c.StartedAt.IsZero() && c.FinishedAt.After(c.StartedAt) {
 		d = c.FinishedAt.Sub(c.StartedAt)
@@ -371,8 +371,7 @@ func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classificatio
 		return
 	}
 	reason := infrav1.DriftReportedReason
-	_, own := f.Adapter.Drift(p.Obj)
-	action := decide.EffectiveDriftAction(p.Kind, own)
+	action := decide.EffectiveDriftAction(p.Kind, f.Adapter.Fields(p.Obj).DriftAction)
 	if action == decide.DriftRemediate {
 		reason = infrav1.DriftPendingReason
 	}

@@ -11,7 +11,6 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
@@ -49,7 +48,7 @@ func TestTransitionEvents(t *testing.T) {
 			obj := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
 			obj.Status.Conditions = c.before
 			rec := events.NewFakeRecorder(10)
-			p := &Pass{Obj: obj, Kind: decide.KindCluster}
+			p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
 			snapshotConditions(p)
 			c.do(&Flow{Recorder: rec, Adapter: readyAdapter{}}, p)
 			got := ""
@@ -142,7 +141,7 @@ func TestConditionTransitionEvents(t *testing.T) {
 			}
 			// Every default condition in place, so only the case's change
 			// is a transition.
-			seed := &Pass{Obj: obj, Kind: decide.KindCluster}
+			seed := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
 			recordDefaults(seed)
 			for t, f := range seed.facts {
 				if t != infrav1.PausedCondition {
@@ -162,7 +161,7 @@ func TestConditionTransitionEvents(t *testing.T) {
 			}
 			rec := events.NewFakeRecorder(10)
 			f := &Flow{Recorder: rec, Adapter: readyAdapter{}}
-			p := &Pass{Obj: obj, Kind: decide.KindCluster}
+			p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
 			snapshotConditions(p)
 			if c.pass != nil {
 				c.pass(p)

@@ -13,11 +13,10 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
-// Kinds and operations captf_jobs_active always reports (0 when none run),
+// The workload kinds and operations captf_jobs_active always reports (0 when none run),
 // so a dashboard sees stable series.
 var (
-	activeKinds = []string{"TerraformCluster", "TerraformMachine", "TerraformMachinePool"}
-	activeOps   = []string{
+	activeOps = []string{
 		string(infrav1.OperationApply), string(infrav1.OperationDestroy), string(infrav1.OperationDrift),
 		string(infrav1.OperationRefresh), string(infrav1.OperationRestore), string(infrav1.OperationPlan),
 	}
@@ -62,7 +61,8 @@ func (c *activeJobsCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := CountActive(list.Items)
-	for _, k := range activeKinds {
+	for _, kind := range infrav1.WorkloadKinds() {
+		k := string(kind)
 		for _, op := range activeOps {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[[2]string{k, op}]), k, op)
 		}

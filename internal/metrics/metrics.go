@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // alpha is the stability prefix of every HELP text.
@@ -215,69 +217,73 @@ func init() {
 
 // JobFinished counts a completed Job and observes its wall time (start to
 // finish). result is one of the Result* values.
-func JobFinished(kind, op, result string, duration time.Duration) {
-	jobsTotal.WithLabelValues(kind, op, result).Inc()
-	jobDuration.WithLabelValues(kind, op, result).Observe(duration.Seconds())
+func JobFinished(kind infrav1.WorkloadKind, op, result string, duration time.Duration) {
+	jobsTotal.WithLabelValues(string(kind), op, result).Inc()
+	jobDuration.WithLabelValues(string(kind), op, result).Observe(duration.Seconds())
 }
 
 // JobStep observes one runner step's duration; step is mapped with
 // StepLabel.
-func JobStep(kind, op, step string, duration time.Duration) {
-	jobStepDuration.WithLabelValues(kind, op, StepLabel(step)).Observe(duration.Seconds())
+func JobStep(kind infrav1.WorkloadKind, op, step string, duration time.Duration) {
+	jobStepDuration.WithLabelValues(string(kind), op, StepLabel(step)).Observe(duration.Seconds())
 }
 
 // JobQueued observes the time from a Job's creation to its source
 // container's start. Call it only when the start time is known.
-func JobQueued(kind, op string, wait time.Duration) {
-	jobQueue.WithLabelValues(kind, op).Observe(wait.Seconds())
+func JobQueued(kind infrav1.WorkloadKind, op string, wait time.Duration) {
+	jobQueue.WithLabelValues(string(kind), op).Observe(wait.Seconds())
 }
 
 // JobError counts an unsuccessful Job: errorKind is one of the ErrorKind*
 // values, step the failed runner step (StepNone when none failed).
-func JobError(kind, op, errorKind, step string) {
+func JobError(kind infrav1.WorkloadKind, op, errorKind, step string) {
 	if step == "" {
 		step = StepNone
 	} else if step != StepNone {
 		step = StepLabel(step)
 	}
-	jobErrors.WithLabelValues(kind, op, errorKind, step).Inc()
+	jobErrors.WithLabelValues(string(kind), op, errorKind, step).Inc()
 }
 
 // JobAttempts observes the attempt number of a succeeded Job.
-func JobAttempts(kind, op string, attempts int) {
-	jobAttempts.WithLabelValues(kind, op).Observe(float64(attempts))
+func JobAttempts(kind infrav1.WorkloadKind, op string, attempts int) {
+	jobAttempts.WithLabelValues(string(kind), op).Observe(float64(attempts))
 }
 
 // ResourcesChanged adds n to the resources an apply or destroy changed;
 // action is add, change, destroy or import. n <= 0 adds nothing.
-func ResourcesChanged(kind, op, action string, n int) {
+func ResourcesChanged(kind infrav1.WorkloadKind, op, action string, n int) {
 	if n > 0 {
-		resourcesChanged.WithLabelValues(kind, op, action).Add(float64(n))
+		resourcesChanged.WithLabelValues(string(kind), op, action).Add(float64(n))
 	}
 }
 
 // DriftResources adds n to the resources a drift Job found drifted; action
 // is add, change or destroy. n <= 0 adds nothing.
-func DriftResources(kind, action string, n int) {
+func DriftResources(kind infrav1.WorkloadKind, action string, n int) {
 	if n > 0 {
-		driftResources.WithLabelValues(kind, action).Add(float64(n))
+		driftResources.WithLabelValues(string(kind), action).Add(float64(n))
 	}
 }
 
 // Decision counts a reconcile's decision: the operation (OpNone for
 // nothing) and its reason.
-func Decision(kind, op, reason string) {
-	decisions.WithLabelValues(kind, op, reason).Inc()
+func Decision(kind infrav1.WorkloadKind, op, reason string) {
+	decisions.WithLabelValues(string(kind), op, reason).Inc()
 }
 
 // StateReadError counts a transition into unreadable state (StateError*).
-func StateReadError(kind, reason string) { stateReadErrors.WithLabelValues(kind, reason).Inc() }
+func StateReadError(kind infrav1.WorkloadKind, reason string) {
+	stateReadErrors.WithLabelValues(string(kind), reason).Inc()
+}
 
 // OutputsInvalid counts a transition into invalid outputs.
-func OutputsInvalid(kind, reason string) { outputsInvalid.WithLabelValues(kind, reason).Inc() }
+func OutputsInvalid(kind infrav1.WorkloadKind, reason string) {
+	outputsInvalid.WithLabelValues(string(kind), reason).Inc()
+}
 
 // LockForceUnlocked counts a stale state lock force-unlocked.
-func LockForceUnlocked(kind string) { forceUnlocks.WithLabelValues(kind).Inc() }
+func LockForceUnlocked(kind infrav1.WorkloadKind) { forceUnlocks.WithLabelValues(string(kind)).Inc() }
 
 // IdentityDenied counts a transition into a denied identity
 // (IdentityDenied*).
@@ -289,7 +295,9 @@ func ImageInspectError(reason string) { imageInspectErrors.WithLabelValues(reaso
 
 // InputsHashChanged counts an apply started because a mutable object's
 // inputs changed.
-func InputsHashChanged(kind string) { inputsHashChanges.WithLabelValues(kind).Inc() }
+func InputsHashChanged(kind infrav1.WorkloadKind) {
+	inputsHashChanges.WithLabelValues(string(kind)).Inc()
+}
 
 // RemediationRequest counts a remediate-machine annotation set
 // (RemediationRequested) or withdrawn (RemediationWithdrawn).
@@ -297,19 +305,29 @@ func RemediationRequest(action string) { remediationRequests.WithLabelValues(act
 
 // DestructivePlanApprovalConsumed counts a destructive approval removed
 // after success.
-func DestructivePlanApprovalConsumed(kind string) { destructiveApprovals.WithLabelValues(kind).Inc() }
+func DestructivePlanApprovalConsumed(kind infrav1.WorkloadKind) {
+	destructiveApprovals.WithLabelValues(string(kind)).Inc()
+}
 
 // LeaseWait counts one wait (LeaseWait*).
-func LeaseWait(kind, reason string) { leaseWaits.WithLabelValues(kind, reason).Inc() }
+func LeaseWait(kind infrav1.WorkloadKind, reason string) {
+	leaseWaits.WithLabelValues(string(kind), reason).Inc()
+}
 
 // StateBackup counts a backup taken, pruned or skipped (Backup*).
-func StateBackup(kind, result string) { stateBackups.WithLabelValues(kind, result).Inc() }
+func StateBackup(kind infrav1.WorkloadKind, result string) {
+	stateBackups.WithLabelValues(string(kind), result).Inc()
+}
 
 // StateRestore counts a restore outcome (Restore*).
-func StateRestore(kind, result string) { stateRestores.WithLabelValues(kind, result).Inc() }
+func StateRestore(kind infrav1.WorkloadKind, result string) {
+	stateRestores.WithLabelValues(string(kind), result).Inc()
+}
 
 // PlanApproval counts an approved plan applied or changed (Plan*).
-func PlanApproval(kind, result string) { planApprovals.WithLabelValues(kind, result).Inc() }
+func PlanApproval(kind infrav1.WorkloadKind, result string) {
+	planApprovals.WithLabelValues(string(kind), result).Inc()
+}
 
 // conditionValue encodes a condition status: 1 True, 0 False, -1 Unknown
 // (or missing).
@@ -325,51 +343,51 @@ func conditionValue(s metav1.ConditionStatus) float64 {
 }
 
 // SetReady records the object's Ready condition status.
-func SetReady(kind, namespace, name string, s metav1.ConditionStatus) {
-	ready.WithLabelValues(kind, namespace, name).Set(conditionValue(s))
+func SetReady(kind infrav1.WorkloadKind, namespace, name string, s metav1.ConditionStatus) {
+	ready.WithLabelValues(string(kind), namespace, name).Set(conditionValue(s))
 }
 
 // SetInfrastructureHealthy records the object's InfrastructureHealthy
 // condition status.
-func SetInfrastructureHealthy(kind, namespace, name string, s metav1.ConditionStatus) {
-	infrastructureHealthy.WithLabelValues(kind, namespace, name).Set(conditionValue(s))
+func SetInfrastructureHealthy(kind infrav1.WorkloadKind, namespace, name string, s metav1.ConditionStatus) {
+	infrastructureHealthy.WithLabelValues(string(kind), namespace, name).Set(conditionValue(s))
 }
 
 // SetDriftDetected records whether DriftDetected is True.
-func SetDriftDetected(kind, namespace, name string, detected bool) {
+func SetDriftDetected(kind infrav1.WorkloadKind, namespace, name string, detected bool) {
 	v := 0.0
 	if detected {
 		v = 1
 	}
-	driftDetected.WithLabelValues(kind, namespace, name).Set(v)
+	driftDetected.WithLabelValues(string(kind), namespace, name).Set(v)
 }
 
 // SetStateResources records the managed resources in the last-read state.
-func SetStateResources(kind, namespace, name string, n int) {
-	stateResources.WithLabelValues(kind, namespace, name).Set(float64(n))
+func SetStateResources(kind infrav1.WorkloadKind, namespace, name string, n int) {
+	stateResources.WithLabelValues(string(kind), namespace, name).Set(float64(n))
 }
 
 // SetStateBytes records the compressed state size summed over its Secrets.
-func SetStateBytes(kind, namespace, name string, n int64) {
-	stateBytes.WithLabelValues(kind, namespace, name).Set(float64(n))
+func SetStateBytes(kind infrav1.WorkloadKind, namespace, name string, n int64) {
+	stateBytes.WithLabelValues(string(kind), namespace, name).Set(float64(n))
 }
 
 // SetInputsBytes records the rendered inputs' size (also when over the
 // cap).
-func SetInputsBytes(kind, namespace, name string, n int) {
-	inputsBytes.WithLabelValues(kind, namespace, name).Set(float64(n))
+func SetInputsBytes(kind infrav1.WorkloadKind, namespace, name string, n int) {
+	inputsBytes.WithLabelValues(string(kind), namespace, name).Set(float64(n))
 }
 
 // SetLastSuccess records the finish time of the object's newest successful
 // Job of op.
-func SetLastSuccess(kind, namespace, name, op string, t time.Time) {
-	lastSuccess.WithLabelValues(kind, namespace, name, op).Set(float64(t.UnixNano()) / 1e9)
+func SetLastSuccess(kind infrav1.WorkloadKind, namespace, name, op string, t time.Time) {
+	lastSuccess.WithLabelValues(string(kind), namespace, name, op).Set(float64(t.UnixNano()) / 1e9)
 }
 
 // DeleteLastSuccess removes the object's series for op: drift and refresh
 // series are exported only while that operation is scheduled.
-func DeleteLastSuccess(kind, namespace, name, op string) {
-	lastSuccess.DeleteLabelValues(kind, namespace, name, op)
+func DeleteLastSuccess(kind infrav1.WorkloadKind, namespace, name, op string) {
+	lastSuccess.DeleteLabelValues(string(kind), namespace, name, op)
 }
 
 // SetUnhealthySamples records a TerraformMachine's status.unhealthySamples.
@@ -379,17 +397,15 @@ func SetUnhealthySamples(namespace, name string, n int) {
 
 // ObjectDeleted removes every per-object series of the object; call it
 // once the object is gone (its finalizer removed, or not found).
-func ObjectDeleted(kind, namespace, name string) {
-	l := prometheus.Labels{"kind": kind, "namespace": namespace, "name": name}
+func ObjectDeleted(kind infrav1.WorkloadKind, namespace, name string) {
+	l := prometheus.Labels{"kind": string(kind), "namespace": namespace, "name": name}
 	for _, g := range perObject {
 		g.DeletePartialMatch(l)
 	}
-	if kind == kindMachine {
+	if kind == infrav1.KindTerraformMachine {
 		unhealthySamples.DeleteLabelValues(namespace, name)
 	}
 }
-
-const kindMachine = "TerraformMachine"
 
 // SetBuildInfo sets captf_build_info{version, commit, contract} to 1,
 // replacing any earlier series.

@@ -9,18 +9,12 @@ import (
 	"github.com/spf13/pflag"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
-// The fixed paths of the Image Contract and the Job, the defaults of the
-// run flags.
+// The defaults of the run flags' timeouts; the defaults of its paths are
+// the Image Contract's (internal/contract).
 const (
-	DefaultRuntime   = "/captf/runtime"
-	DefaultModule    = "/captf/module"
-	DefaultProviders = "/captf/providers"
-	DefaultWorkdir   = "/captf/work"
-	DefaultConfig    = "/captf/config"
-	DefaultResult    = "/dev/termination-log"
-
 	DefaultLockTimeout = 5 * time.Minute
 	DefaultStopTimeout = time.Minute
 )
@@ -79,12 +73,12 @@ var operations = []infrav1.Operation{
 // AddRunFlags registers the flags of `runner run` on fs, bound to o.
 func AddRunFlags(fs *pflag.FlagSet, o *Options) {
 	fs.Var(opValue{&o.Op}, "op", "operation to run: apply, destroy, refresh, drift, plan or restore")
-	fs.StringArrayVar(&o.Bin, "bin", nil, "runtime command, one flag per argv element (default "+DefaultRuntime+")")
-	fs.StringVar(&o.Module, "module", DefaultModule, "module directory of the image")
-	fs.StringVar(&o.Providers, "providers", DefaultProviders, "provider mirror of the image, used when it exists")
-	fs.StringVar(&o.Workdir, "workdir", DefaultWorkdir, "writable work directory; the generated root is <workdir>/root")
-	fs.StringVar(&o.Config, "config", DefaultConfig, "per-run Secret mount holding main.tf.json and terraform.tfvars.json (restore: restore/0, restore/1, ...)")
-	fs.StringVar(&o.Result, "result", DefaultResult, "where to write the result document")
+	fs.StringArrayVar(&o.Bin, "bin", nil, "runtime command, one flag per argv element (default "+contract.RuntimePath+")")
+	fs.StringVar(&o.Module, "module", contract.ModuleDir, "module directory of the image")
+	fs.StringVar(&o.Providers, "providers", contract.ProvidersDir, "provider mirror of the image, used when it exists")
+	fs.StringVar(&o.Workdir, "workdir", contract.WorkDir, "writable work directory; the generated root is <workdir>/root")
+	fs.StringVar(&o.Config, "config", contract.ConfigDir, "per-run Secret mount holding main.tf.json and terraform.tfvars.json (restore: restore/0, restore/1, ...)")
+	fs.StringVar(&o.Result, "result", contract.TerminationMessagePath, "where to write the result document")
 	fs.StringVar(&o.Image, "image", "", "module image reference, echoed in the result document")
 	fs.DurationVar(&o.LockTimeout, "lock-timeout", DefaultLockTimeout, "state lock timeout, passed as -lock-timeout=<n>s")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", DefaultStopTimeout, "after SIGTERM, how long the running step gets before SIGKILL")
@@ -112,7 +106,7 @@ func (o *Options) Validate(args []string) error {
 		errs = append(errs, errors.New("--op is required"))
 	}
 	if len(o.Bin) == 0 {
-		o.Bin = []string{DefaultRuntime}
+		o.Bin = []string{contract.RuntimePath}
 	}
 	if o.Bin[0] == "" {
 		errs = append(errs, errors.New("--bin must not be empty"))

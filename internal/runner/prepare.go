@@ -13,13 +13,14 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 )
 
 // File names of the generated root and the per-run Secret.
 const (
-	MainFile    = inputs.MainFile
-	TFVarsFile  = inputs.TFVarsFile
+	MainFile    = contract.MainFile
+	TFVarsFile  = contract.TFVarsFile
 	RestoreDir  = "restore"
 	rootDirName = "root"
 	planFile    = "plan.tfplan"

@@ -2,54 +2,23 @@ package state
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
-// Owner is the Terraform* object a state belongs to.
-type Owner struct {
-	// Kind is TerraformCluster, TerraformMachine or TerraformMachinePool.
-	Kind      string
-	Namespace string
-	Name      string
-	UID       types.UID
-	// ClusterName is the owning Cluster's name, "" if none; backups carry it
-	// as the cluster-name label.
-	ClusterName string
-}
-
-// OwnerOf describes obj, a Terraform* object of the given kind.
-func OwnerOf(obj client.Object, kind, clusterName string) Owner {
-	return Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ClusterName: clusterName}
-}
-
-// Suffix is the owner's backend suffix.
-func (o Owner) Suffix() (string, error) { return Suffix(o.Namespace, o.Kind, o.Name) }
-
-// reference is the non-blocking, non-controller owner reference state and
-// backup Secrets carry.
-func (o Owner) reference() metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: v1alpha1.GroupVersion.String(),
-		Kind:       o.Kind,
-		Name:       o.Name,
-		UID:        o.UID,
-	}
-}
+// SuffixOf is the owner's backend suffix.
+func SuffixOf(o owner.Owner) (string, error) { return Suffix(o.Namespace, o.Kind, o.Name) }
 
 // withOwner returns refs with the owner's reference in it: an existing
 // reference to the same kind and name under another UID (an object that was
 // recreated) is replaced. The bool is false when refs already had it.
-func (o Owner) withOwner(refs []metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
-	want := o.reference()
+func withOwner(o owner.Owner, refs []metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	want := o.Reference()
 	out := make([]metav1.OwnerReference, 0, len(refs)+1)
 	for _, r := range refs {
 		if r.UID == want.UID {
@@ -63,33 +32,23 @@ func (o Owner) withOwner(refs []metav1.OwnerReference) ([]metav1.OwnerReference,
 	return append(out, want), true
 }
 
-// labelValue keeps a label value within 63 characters: longer ones become
-// the first 16 hex characters of their sha256.
-func labelValue(v string) string {
-	if len(v) <= 63 {
-		return v
-	}
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])[:16]
-}
-
 // Adopt makes the object the owner of its state after a successful apply or
 // restore: an owner reference to it on every chunk Secret of st and the
 // applied inputs hash on the base Secret. Each change is a merge patch that
 // fails on a concurrent write (retry on the next pass); a Secret that
 // already carries both is not written. It returns the names it patched.
-func Adopt(ctx context.Context, c client.Client, owner Owner, st *State, inputsHash string) ([]string, error) {
+func Adopt(ctx context.Context, c client.Client, o owner.Owner, st *State, inputsHash string) ([]string, error) {
 	if st == nil || len(st.secrets) == 0 {
-		return nil, fmt.Errorf("no state to adopt for %s %s/%s", owner.Kind, owner.Namespace, owner.Name)
+		return nil, fmt.Errorf("no state to adopt for %s %s/%s", o.Kind, o.Namespace, o.Name)
 	}
 	if inputsHash == "" {
-		return nil, fmt.Errorf("adopting the state of %s %s/%s needs the applied inputs hash", owner.Kind, owner.Namespace, owner.Name)
+		return nil, fmt.Errorf("adopting the state of %s %s/%s needs the applied inputs hash", o.Kind, o.Namespace, o.Name)
 	}
 	var patched []string
 	// The base Secret goes last: its inputs hash marks the adoption done.
 	for i := len(st.secrets) - 1; i >= 0; i-- {
 		orig := &st.secrets[i]
-		refs, changedRefs := owner.withOwner(orig.OwnerReferences)
+		refs, changedRefs := withOwner(o, orig.OwnerReferences)
 		changedHash := i == 0 && orig.Annotations[inputsHashAnnotation] != inputsHash
 		if !changedRefs && !changedHash {
 			continue

@@ -15,16 +15,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
-func testOwner(ns, name string) Owner {
-	return Owner{Kind: KindTerraformMachine, Namespace: ns, Name: name, UID: types.UID("uid-" + name), ClusterName: "cluster-1"}
+func testOwner(ns, name string) owner.Owner {
+	return owner.Owner{Kind: v1alpha1.KindTerraformMachine, Namespace: ns, Name: name, UID: types.UID("uid-" + name), ClusterName: "cluster-1"}
 }
 
 // writeState stores a state document as the backend would, in n chunks.
-func writeState(t *testing.T, e *testEnv, o Owner, doc []byte, n int) string {
+func writeState(t *testing.T, e *testEnv, o owner.Owner, doc []byte, n int) string {
 	t.Helper()
-	suffix, err := o.Suffix()
+	suffix, err := SuffixOf(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,7 @@ func TestAPIServerReadThroughManagedCache(t *testing.T) {
 		t.Fatalf("live read: %v", err)
 	}
 	// Nothing for an object that never applied.
-	none, _ := Suffix(ns, KindTerraformCluster, "fresh")
+	none, _ := Suffix(ns, v1alpha1.KindTerraformCluster, "fresh")
 	if _, err := Read(ctx, c, ns, none, DefaultLimits); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no state: %v", err)
 	}
@@ -85,7 +88,7 @@ func TestAPIServerAdopt(t *testing.T) {
 		if err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ChunkName(suffix, i)}, &s); err != nil {
 			t.Fatal(err)
 		}
-		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != o.UID || s.OwnerReferences[0].Kind != KindTerraformMachine ||
+		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != o.UID || s.OwnerReferences[0].Kind != string(v1alpha1.KindTerraformMachine) ||
 			s.OwnerReferences[0].APIVersion != "infrastructure.cluster.x-k8s.io/v1alpha1" {
 			t.Errorf("chunk %d owner refs: %+v", i, s.OwnerReferences)
 		}
@@ -182,7 +185,7 @@ func TestAPIServerBackups(t *testing.T) {
 	ctx := context.Background()
 	ns := e.namespace(t)
 	o := testOwner(ns, "backed")
-	suffix, _ := o.Suffix()
+	suffix, _ := SuffixOf(o)
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 	// putState replaces the state Secrets with a state of the given serial
@@ -230,7 +233,7 @@ func TestAPIServerBackups(t *testing.T) {
 				t.Errorf("backup %s label %s = %q", s.Name, k, s.Labels[k])
 			}
 		}
-		if s.Labels[stateBackupSuffixLabel] != suffix || s.Labels[ownerKindLabel] != KindTerraformMachine || s.Labels[ownerNameLabel] != "backed" || s.Labels[clusterNameLabel] != "cluster-1" {
+		if s.Labels[stateBackupSuffixLabel] != suffix || s.Labels[ownerKindLabel] != string(v1alpha1.KindTerraformMachine) || s.Labels[ownerNameLabel] != "backed" || s.Labels[clusterNameLabel] != "cluster-1" {
 			t.Errorf("backup %s labels: %v", s.Name, s.Labels)
 		}
 		for k, want := range map[string]string{
@@ -396,7 +399,7 @@ func TestAPIServerUnreadableStatesAreNeverBackedUp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOwner(ns, fmt.Sprintf("case-%d", i))
-			suffix, _ := o.Suffix()
+			suffix, _ := SuffixOf(o)
 			e.create(t, secretsAsObjects(ns, tc.secs(suffix))...)
 			st, err := Read(ctx, e.client, ns, suffix, DefaultLimits)
 			if tc.kind == nil {

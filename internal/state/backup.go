@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // DefaultBackups is the default of --state-backups.
@@ -197,12 +198,12 @@ type BackupOutcome struct {
 // state, so unreadable or lost state never costs a backup. A failed copy
 // returns an error and leaves the serial without a complete set, so the next
 // pass copies it again.
-func SyncBackups(ctx context.Context, c client.Client, owner Owner, st *State, readErr error, opts BackupOptions) (out BackupOutcome, err error) {
-	suffix, err := owner.Suffix()
+func SyncBackups(ctx context.Context, c client.Client, o owner.Owner, st *State, readErr error, opts BackupOptions) (out BackupOutcome, err error) {
+	suffix, err := SuffixOf(o)
 	if err != nil {
 		return out, err
 	}
-	sets, err := listBackupSets(ctx, c, owner.Namespace, suffix)
+	sets, err := listBackupSets(ctx, c, o.Namespace, suffix)
 	if err != nil {
 		return out, err
 	}
@@ -221,7 +222,7 @@ func SyncBackups(ctx context.Context, c client.Client, owner Owner, st *State, r
 	if existing, ok := sets[name]; ok && existing.info.Complete {
 		out.Conflict = existing.info.Digest != st.Digest
 	} else {
-		info, err := copyBackup(ctx, c, owner, suffix, st, opts)
+		info, err := copyBackup(ctx, c, o, suffix, st, opts)
 		if err != nil {
 			out.Skipped = true
 			out.SkipReason = "copy failed"
@@ -235,7 +236,7 @@ func SyncBackups(ctx context.Context, c client.Client, owner Owner, st *State, r
 		if i < opts.Keep {
 			continue
 		}
-		if err := deleteBackupSet(ctx, c, owner.Namespace, suffix, set); err != nil {
+		if err := deleteBackupSet(ctx, c, o.Namespace, suffix, set); err != nil {
 			return out, err
 		}
 		out.Pruned = append(out.Pruned, set.info.Serial)
@@ -264,7 +265,7 @@ func completeInfos(sets map[string]*backupSet) []BackupInfo {
 
 // copyBackup writes the backup set of st: the chunks after the first, then
 // the first, each created or, if left by an earlier attempt, overwritten.
-func copyBackup(ctx context.Context, c client.Client, owner Owner, suffix string, st *State, opts BackupOptions) (BackupInfo, error) {
+func copyBackup(ctx context.Context, c client.Client, o owner.Owner, suffix string, st *State, opts BackupOptions) (BackupInfo, error) {
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -279,11 +280,11 @@ func copyBackup(ctx context.Context, c client.Client, owner Owner, suffix string
 		stateBackupLabel:       "true",
 		stateBackupSuffixLabel: suffix,
 		moveLabel:              "",
-		ownerKindLabel:         owner.Kind,
-		ownerNameLabel:         labelValue(owner.Name),
+		ownerKindLabel:         string(o.Kind),
+		ownerNameLabel:         owner.LabelValue(o.Name),
 	}
-	if owner.ClusterName != "" {
-		labels[clusterNameLabel] = labelValue(owner.ClusterName)
+	if o.ClusterName != "" {
+		labels[clusterNameLabel] = owner.LabelValue(o.ClusterName)
 	}
 	setName := BackupName(suffix, st.Serial)
 	for i := len(st.secrets) - 1; i >= 0; i-- {
@@ -314,10 +315,10 @@ func copyBackup(ctx context.Context, c client.Client, owner Owner, suffix string
 		want := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:            BackupChunkName(suffix, st.Serial, i),
-				Namespace:       owner.Namespace,
+				Namespace:       o.Namespace,
 				Labels:          labels,
 				Annotations:     ann,
-				OwnerReferences: []metav1.OwnerReference{owner.reference()},
+				OwnerReferences: []metav1.OwnerReference{o.Reference()},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: data,

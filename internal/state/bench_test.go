@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // benchSize is the decompressed size of the benchmark states: 64 MiB less
@@ -105,10 +107,10 @@ func setupBench(b *testing.B) []*benchCase {
 			plain := benchState(b, benchSize, varied)
 			gz := gzipBytes(b, plain)
 			bc := &benchCase{name: name, plain: plain, ns: ns, compressed: len(gz)}
-			bc.chunked, _ = Suffix(ns, KindTerraformCluster, "bench-"+name)
+			bc.chunked, _ = Suffix(ns, v1alpha1.KindTerraformCluster, "bench-"+name)
 			e.create(b, secretsAsObjects(ns, chunkSecrets(ns, bc.chunked, split(gz, 32)))...)
 			if len(gz) < 1000<<10 {
-				bc.single, _ = Suffix(ns, KindTerraformMachine, "bench-"+name)
+				bc.single, _ = Suffix(ns, v1alpha1.KindTerraformMachine, "bench-"+name)
 				e.create(b, secretsAsObjects(ns, chunkSecrets(ns, bc.single, [][]byte{gz}))...)
 			}
 			benchCases = append(benchCases, bc)

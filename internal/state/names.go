@@ -6,43 +6,25 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// The three workload kinds whose state CAPTF keeps, and their short codes.
-const (
-	KindTerraformCluster     = "TerraformCluster"
-	KindTerraformMachine     = "TerraformMachine"
-	KindTerraformMachinePool = "TerraformMachinePool"
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
-
-// KindCode returns the short kind code used in names: c, m or mp.
-func KindCode(kind string) (string, error) {
-	switch kind {
-	case KindTerraformCluster:
-		return "c", nil
-	case KindTerraformMachine:
-		return "m", nil
-	case KindTerraformMachinePool:
-		return "mp", nil
-	}
-	return "", fmt.Errorf("kind %q has no state: expected %s, %s or %s",
-		kind, KindTerraformCluster, KindTerraformMachine, KindTerraformMachinePool)
-}
 
 // Suffix derives the backend's secret_suffix for an object: the first 16 hex
 // characters of sha256("<namespace>/<kind>/<name>"), a hyphen and the kind
 // code. It depends only on what survives a clusterctl move (never the UID),
 // and it always ends in a letter, so the backend never mistakes it for a
 // chunk index.
-func Suffix(namespace, kind, name string) (string, error) {
-	code, err := KindCode(kind)
-	if err != nil {
-		return "", err
+func Suffix(namespace string, kind v1alpha1.WorkloadKind, name string) (string, error) {
+	code := kind.Short()
+	if code == "" {
+		return "", fmt.Errorf("kind %q has no state: expected %s, %s or %s",
+			kind, v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine, v1alpha1.KindTerraformMachinePool)
 	}
 	if namespace == "" || name == "" {
 		return "", fmt.Errorf("state suffix of %s needs a namespace and a name (got %q/%q)", kind, namespace, name)
 	}
-	sum := sha256.Sum256([]byte(namespace + "/" + kind + "/" + name))
+	sum := sha256.Sum256([]byte(namespace + "/" + string(kind) + "/" + name))
 	return hex.EncodeToString(sum[:])[:16] + "-" + code, nil
 }
 

@@ -9,22 +9,28 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 func TestNames(t *testing.T) {
 	sum := sha256.Sum256([]byte("team-a/TerraformMachinePool/pool-1"))
 	want := hex.EncodeToString(sum[:])[:16] + "-mp"
-	suffix, err := Suffix("team-a", KindTerraformMachinePool, "pool-1")
+	suffix, err := Suffix("team-a", v1alpha1.KindTerraformMachinePool, "pool-1")
 	if err != nil || suffix != want {
 		t.Fatalf("Suffix = %q, %v; want %q", suffix, err, want)
 	}
 	shape := regexp.MustCompile(`^[0-9a-f]{16}-(c|m|mp)$`)
 	endsInDigits := regexp.MustCompile(`-[0-9]+$`)
-	for _, tc := range []struct{ name, ns, kind, obj, code string }{
-		{"the suffix of a TerraformCluster ends in -c", "ns", KindTerraformCluster, "c1", "c"},
-		{"the suffix of a TerraformMachine ends in -m", "ns", KindTerraformMachine, "m-1", "m"},
-		{"the suffix of a TerraformMachinePool ends in -mp", "ns", KindTerraformMachinePool, "p-2", "mp"},
-		{"an object named like a chunk index still never ends in -<digits>", "ns-1", KindTerraformMachine, "worker-0123", "m"},
+	for _, tc := range []struct {
+		name, ns  string
+		kind      v1alpha1.WorkloadKind
+		obj, code string
+	}{
+		{"the suffix of a TerraformCluster ends in -c", "ns", v1alpha1.KindTerraformCluster, "c1", "c"},
+		{"the suffix of a TerraformMachine ends in -m", "ns", v1alpha1.KindTerraformMachine, "m-1", "m"},
+		{"the suffix of a TerraformMachinePool ends in -mp", "ns", v1alpha1.KindTerraformMachinePool, "p-2", "mp"},
+		{"an object named like a chunk index still never ends in -<digits>", "ns-1", v1alpha1.KindTerraformMachine, "worker-0123", "m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Suffix(tc.ns, tc.kind, tc.obj)
@@ -37,9 +43,9 @@ func TestNames(t *testing.T) {
 		})
 	}
 	t.Run("the suffix derives from namespace, kind and name, never the UID, so it survives a move", func(t *testing.T) {
-		a, _ := Suffix("ns", KindTerraformCluster, "x")
-		b, _ := Suffix("ns", KindTerraformMachine, "x")
-		c, _ := Suffix("ns2", KindTerraformCluster, "x")
+		a, _ := Suffix("ns", v1alpha1.KindTerraformCluster, "x")
+		b, _ := Suffix("ns", v1alpha1.KindTerraformMachine, "x")
+		c, _ := Suffix("ns2", v1alpha1.KindTerraformCluster, "x")
 		if a == b || a == c {
 			t.Errorf("suffixes collide: %s %s %s", a, b, c)
 		}
@@ -47,7 +53,7 @@ func TestNames(t *testing.T) {
 	if _, err := Suffix("ns", "Machine", "x"); err == nil {
 		t.Error("a kind without state has no suffix")
 	}
-	if _, err := Suffix("", KindTerraformCluster, "x"); err == nil {
+	if _, err := Suffix("", v1alpha1.KindTerraformCluster, "x"); err == nil {
 		t.Error("a suffix needs a namespace")
 	}
 	for got, want := range map[string]string{

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 const testNS = "team-a"
 
 func testSuffix(t testing.TB) string {
 	t.Helper()
-	s, err := Suffix(testNS, KindTerraformMachine, "worker-0")
+	s, err := Suffix(testNS, v1alpha1.KindTerraformMachine, "worker-0")
 	if err != nil {
 		t.Fatal(err)
 	}

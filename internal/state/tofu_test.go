@@ -183,7 +183,7 @@ func TestTofuWrittenState(t *testing.T) {
 	ctx := context.Background()
 	ns := e.namespace(t)
 	o := testOwner(ns, "tofu-machine")
-	suffix, _ := o.Suffix()
+	suffix, _ := SuffixOf(o)
 	w := newTofuWorkspace(t, e, ns, suffix)
 	w.init()
 	w.apply()
@@ -317,7 +317,7 @@ func TestTofuLockInfo(t *testing.T) {
 	ctx := context.Background()
 	ns := e.namespace(t)
 	o := testOwner(ns, "tofu-locked")
-	suffix, _ := o.Suffix()
+	suffix, _ := SuffixOf(o)
 	w := newTofuWorkspace(t, e, ns, suffix)
 	w.init()
 
@@ -362,7 +362,7 @@ func TestTofuEncryptedState(t *testing.T) {
 	ctx := context.Background()
 	ns := e.namespace(t)
 	o := testOwner(ns, "tofu-encrypted")
-	suffix, _ := o.Suffix()
+	suffix, _ := SuffixOf(o)
 	enc := `
 key_provider "pbkdf2" "k" {
   passphrase = "correct-horse-battery-staple-42"

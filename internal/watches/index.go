@@ -146,7 +146,7 @@ func terraformClusterOf(obj client.Object) []string {
 		return nil
 	}
 	ref := cl.Spec.InfrastructureRef
-	if ref.GroupKind() != infrav1.GroupVersion.WithKind("TerraformCluster").GroupKind() || ref.Name == "" {
+	if ref.GroupKind() != infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformCluster)).GroupKind() || ref.Name == "" {
 		return nil
 	}
 	return []string{ref.Name}

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
@@ -176,7 +177,7 @@ func TestReferenceBringUp(t *testing.T) {
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "captf-inputs-c-" + name}, durable); err != nil {
 			return false, err.Error()
 		}
-		if flipped, _ := inputs.LastControlPlaneInitialized(durable.Data[inputs.TFVarsFile]); !flipped {
+		if flipped, _ := inputs.LastControlPlaneInitialized(durable.Data[contract.TFVarsFile]); !flipped {
 			return false, "the cluster's inputs do not have control_plane_initialized true yet"
 		}
 		ok, why := ready(tc)

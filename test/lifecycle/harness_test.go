@@ -28,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformcluster"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachine"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinepool"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
@@ -387,7 +389,7 @@ func (e *env) jobsOf(obj client.Object) []batchv1.Job {
 	e.t.Helper()
 	var list batchv1.JobList
 	if err := k8s.List(e.ctx, &list, client.InNamespace(e.ns), client.MatchingLabels{
-		infrav1.OwnerKindLabel: kindOf(obj), infrav1.OwnerNameLabel: jobs.LabelValue(obj.GetName()),
+		infrav1.OwnerKindLabel: kindOf(obj), infrav1.OwnerNameLabel: owner.LabelValue(obj.GetName()),
 	}); err != nil {
 		e.t.Fatalf("list Jobs: %v", err)
 	}
@@ -401,13 +403,8 @@ func (e *env) jobsOf(obj client.Object) []batchv1.Job {
 }
 
 func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *infrav1.TerraformCluster:
-		return "TerraformCluster"
-	case *infrav1.TerraformMachine:
-		return "TerraformMachine"
-	case *infrav1.TerraformMachinePool:
-		return "TerraformMachinePool"
+	if w, ok := obj.(infrav1.Workload); ok {
+		return string(w.GetWorkloadKind())
 	}
 	return fmt.Sprintf("%T", obj)
 }
@@ -494,7 +491,7 @@ func doc(op infrav1.Operation, end jobEnd) *result.Document {
 		Version: result.Version,
 		Op:      op,
 		Image:   result.Image{Ref: moduleImage},
-		Runtime: result.Runtime{Command: []string{jobs.RuntimePath}, Version: "1.10.6"},
+		Runtime: result.Runtime{Command: []string{contract.RuntimePath}, Version: "1.10.6"},
 		Steps:   []result.Step{{Name: "init", Exit: 0, Seconds: 1.5}},
 	}
 	step := string(op)
@@ -714,7 +711,7 @@ func poolOutputs(replicas int) map[string]any {
 // suffixOf is obj's state secret_suffix.
 func (e *env) suffixOf(obj client.Object) string {
 	e.t.Helper()
-	s, err := state.Suffix(obj.GetNamespace(), kindOf(obj), obj.GetName())
+	s, err := state.Suffix(obj.GetNamespace(), infrav1.WorkloadKind(kindOf(obj)), obj.GetName())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -741,7 +738,7 @@ func (e *env) writeState(obj client.Object, st *tfstate) {
 		Labels: map[string]string{
 			state.BackendStateLabel: "true", state.BackendSuffixLabel: suffix, state.BackendWorkspaceLabel: state.Workspace,
 			state.BackendManagedByLabel: "terraform",
-			infrav1.ManagedLabel:        "true", infrav1.OwnerKindLabel: kindOf(obj), infrav1.OwnerNameLabel: jobs.LabelValue(obj.GetName()),
+			infrav1.ManagedLabel:        "true", infrav1.OwnerKindLabel: kindOf(obj), infrav1.OwnerNameLabel: owner.LabelValue(obj.GetName()),
 			infrav1.MoveLabel: "",
 		},
 		Annotations: map[string]string{"encoding": "gzip"},

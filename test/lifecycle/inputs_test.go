@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
@@ -22,7 +22,7 @@ func TestJobInputs(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		w := e.provisionedTC("prod", nil)
-		before := e.durable(w.TC).Data[inputs.TFVarsFile]
+		before := e.durable(w.TC).Data[contract.TFVarsFile]
 		stateHash := e.stateSecret(w.TC).Annotations[infrav1.InputsHashAnnotation]
 		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
 		e.advance(time.Minute)
@@ -33,7 +33,7 @@ func TestJobInputs(t *testing.T) {
 			t.Fatalf("the re-apply's inputs hash %q equals the state's %q", h, stateHash)
 		}
 		e.wantEvent(w.TC, m, corev1.EventTypeNormal, infrav1.InputsChangedEvent)
-		after := e.durable(w.TC).Data[inputs.TFVarsFile]
+		after := e.durable(w.TC).Data[contract.TFVarsFile]
 		if bytes.Equal(before, after) || !bytes.Contains(after, []byte(`"large"`)) {
 			t.Fatalf("the durable inputs were not rewritten at the apply's start: %s", after)
 		}
@@ -61,7 +61,7 @@ func TestJobInputs(t *testing.T) {
 		if !provisioned(mw.TM) {
 			t.Fatalf("machine not provisioned: %v", status(mw.TM).Conditions)
 		}
-		durable := e.durable(mw.TM).Data[inputs.TFVarsFile]
+		durable := e.durable(mw.TM).Data[contract.TFVarsFile]
 		// New cluster exports and new bootstrap data reach new machines only.
 		out := clusterOutputs()
 		out["exports"] = map[string]any{"network": "net-2"}
@@ -74,7 +74,7 @@ func TestJobInputs(t *testing.T) {
 		e.advance(time.Minute)
 		e.mustPass(mw.TM)
 		e.wantNoJob(mw.TM)
-		if !bytes.Equal(durable, e.durable(mw.TM).Data[inputs.TFVarsFile]) {
+		if !bytes.Equal(durable, e.durable(mw.TM).Data[contract.TFVarsFile]) {
 			t.Fatal("a provisioned machine's durable inputs changed")
 		}
 	})
@@ -121,7 +121,7 @@ func TestJobInputs(t *testing.T) {
 		e.mustPass(w.TC)
 		job := e.wantJob(w.TC, infrav1.OperationDestroy)
 		run := e.secret(jobs.RunSecretName(job.Name))
-		if run == nil || !bytes.Equal(run.Data[jobs.TFVarsFile], durable.Data[inputs.TFVarsFile]) || !bytes.Equal(run.Data[jobs.MainFile], durable.Data[inputs.MainFile]) {
+		if run == nil || !bytes.Equal(run.Data[contract.TFVarsFile], durable.Data[contract.TFVarsFile]) || !bytes.Equal(run.Data[contract.MainFile], durable.Data[contract.MainFile]) {
 			t.Fatal("the destroy does not run the durable inputs")
 		}
 	})

@@ -15,10 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // provisioned brings a Cluster's TerraformCluster up: applied, its state
@@ -73,10 +74,10 @@ func TestLifecycle(t *testing.T) {
 		if d.Annotations[infrav1.ImageAnnotation] != moduleImage || d.Annotations[infrav1.IdentityAnnotation] != e.identity {
 			t.Fatalf("durable inputs annotations %v", d.Annotations)
 		}
-		if len(d.Data) != 2 || len(d.Data[inputs.MainFile]) == 0 || len(d.Data[inputs.TFVarsFile]) == 0 {
+		if len(d.Data) != 2 || len(d.Data[contract.MainFile]) == 0 || len(d.Data[contract.TFVarsFile]) == 0 {
 			t.Fatalf("durable inputs hold %d keys", len(d.Data))
 		}
-		h, err := inputs.HashFiles("cluster", moduleImage, d.Data[inputs.MainFile], d.Data[inputs.TFVarsFile])
+		h, err := inputs.HashFiles("cluster", moduleImage, d.Data[contract.MainFile], d.Data[contract.TFVarsFile])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("Job inputs hash %q, the durable inputs hash to %q", job.Annotations[infrav1.InputsHashAnnotation], h)
 		}
 		run := e.secret(jobs.RunSecretName(job.Name))
-		if run == nil || !bytes.Equal(run.Data[jobs.TFVarsFile], d.Data[inputs.TFVarsFile]) || !bytes.Equal(run.Data[jobs.MainFile], d.Data[inputs.MainFile]) {
+		if run == nil || !bytes.Equal(run.Data[contract.TFVarsFile], d.Data[contract.TFVarsFile]) || !bytes.Equal(run.Data[contract.MainFile], d.Data[contract.MainFile]) {
 			t.Fatal("the per-run Secret does not carry the rendered inputs")
 		}
 		if _, ok := w.TC.Annotations[infrav1.BlockMoveAnnotation]; !ok {
@@ -486,7 +487,7 @@ func TestLifecycle(t *testing.T) {
 		// What a manager whose caches lag sees: no Job carrying the
 		// object's labels, no active Job in status, and newer inputs.
 		hidden := first.DeepCopy()
-		for k := range jobs.OwnerLabels(state.OwnerOf(w.TC, "TerraformCluster", w.Cluster.Name)) {
+		for k := range owner.Of(w.TC, infrav1.KindTerraformCluster, w.Cluster.Name).Labels() {
 			delete(hidden.Labels, k)
 		}
 		if err := k8s.Update(e.ctx, hidden); err != nil {

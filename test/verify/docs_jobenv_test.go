@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
@@ -115,7 +116,7 @@ func TestDocsJobEnvironmentMatchesGolden(t *testing.T) {
 	if !strings.Contains(text, fmt.Sprintf("mode %04o", jobs.SecretFileMode)) {
 		t.Errorf("job-environment.md does not state the Secret file mode %04o", jobs.SecretFileMode)
 	}
-	for _, p := range []string{jobs.ModuleDir, jobs.RuntimePath, jobs.ProvidersDir, jobs.TerminationMessagePath, jobs.RunnerPath} {
+	for _, p := range []string{contract.ModuleDir, contract.RuntimePath, contract.ProvidersDir, contract.TerminationMessagePath, jobs.RunnerPath} {
 		if !strings.Contains(text, "`"+p) {
 			t.Errorf("job-environment.md does not name the path %s", p)
 		}
@@ -187,7 +188,7 @@ func TestDocsJobEnvironmentMatchesGolden(t *testing.T) {
 			t.Errorf("job-environment.md does not state %s (%s)", want, what)
 		}
 	}
-	if name := decide.JobName(decide.KindCluster, "prod", decide.OpApply, 1, job.Annotations[infrav1.InputsHashAnnotation], 0); name != job.Name {
+	if name := decide.JobName(infrav1.KindTerraformCluster, "prod", decide.OpApply, 1, job.Annotations[infrav1.InputsHashAnnotation], 0); name != job.Name {
 		t.Errorf("decide.JobName gives %s for the golden Job's inputs, the golden name is %s", name, job.Name)
 	}
 

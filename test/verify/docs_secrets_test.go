@@ -11,11 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
@@ -99,7 +100,7 @@ func docsNamePatterns(t *testing.T) (map[string]string, map[string]string) {
 	}
 	patterns := map[string]string{
 		"captf-creds-<identity>":                        identity.MirrorName(ident),
-		"captf-inputs-<kindshort>-<name>":               lifecycle.DurableName(decide.KindCluster, name),
+		"captf-inputs-<kindshort>-<name>":               lifecycle.DurableName(infrav1.KindTerraformCluster, name),
 		"captf-run-<job>":                               jobs.RunSecretName(job),
 		"tfstate-default-<suffix>":                      state.SecretName(suffix),
 		"tfstate-default-<suffix>-part-<N>":             state.ChunkName(suffix, 2),
@@ -187,7 +188,7 @@ func TestDocsSecretsMatchCode(t *testing.T) {
 	}
 	long := strings.Repeat("n", 64)
 	sum = sha256.Sum256([]byte(long))
-	if got, want := jobs.LabelValue(long), hex.EncodeToString(sum[:])[:16]; got != want {
+	if got, want := owner.LabelValue(long), hex.EncodeToString(sum[:])[:16]; got != want {
 		t.Errorf("a 64-character label value becomes %q, but the page's rule (16 hex of its sha256) gives %q", got, want)
 	}
 

@@ -25,17 +25,8 @@ type Adapter struct {
 
 var _ lifecycle.Adapter = &Adapter{}
 
-// Kind implements lifecycle.Adapter.
-func (a *Adapter) Kind() decide.Kind { return decide.KindCluster }
-
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleCluster }
-
-// New implements lifecycle.Adapter.
-func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformCluster{} }
-
-// Finalizer implements lifecycle.Adapter.
-func (a *Adapter) Finalizer() string { return infrav1.TerraformClusterFinalizer }
 
 // ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
 func (a *Adapter) ReadyConditions(provisioned bool) []string {
@@ -58,7 +49,7 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 	case cluster == nil:
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Cluster to own this TerraformCluster"}, nil
 	}
-	if w := lifecycle.BackReference(tc, "TerraformCluster", cluster, cluster.Spec.InfrastructureRef, cluster.Name); w != nil {
+	if w := lifecycle.BackReference(tc, cluster, cluster.Spec.InfrastructureRef, cluster.Name); w != nil {
 		return w, nil
 	}
 	p.Cluster = cluster
@@ -93,7 +84,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 	}
 	var lastInitialized bool
 	if p.Durable != nil {
-		lastInitialized, _ = inputs.LastControlPlaneInitialized(p.Durable.Data[inputs.TFVarsFile])
+		lastInitialized, _ = inputs.LastControlPlaneInitialized(p.Durable.Data[contract.TFVarsFile])
 	}
 	net := cluster.Spec.ClusterNetwork
 	in := &inputs.ClusterInputs{
@@ -211,12 +202,15 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) *bool {
 	return nil
 }
 
-// Drift implements lifecycle.Adapter.
-func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
-	if d := obj.(*infrav1.TerraformCluster).Spec.Drift; d != nil {
-		return d.IntervalSeconds, d.Action
+// Fields implements lifecycle.Adapter: the drift settings and the plan
+// awaiting approval.
+func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
+	tc := obj.(*infrav1.TerraformCluster)
+	f := lifecycle.KindFields{Plan: &tc.Status.Plan}
+	if d := tc.Spec.Drift; d != nil {
+		f.DriftIntervalSeconds, f.DriftAction = d.IntervalSeconds, d.Action
 	}
-	return nil, ""
+	return f
 }
 
 // Observe implements lifecycle.Adapter: the apply policy and the plan

@@ -28,16 +28,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts life
 // deletion of the cluster's machines and pools, its variablesFrom sources
 // and its TerraformClusterIdentity.
 func Watches(ctx context.Context, mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *builder.Builder {
-	gvk := infrav1.GroupVersion.WithKind("TerraformCluster")
+	gvk := infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformCluster))
 	c := mgr.GetClient()
 	return func(b *builder.Builder) *builder.Builder {
 		b = b.
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
 				util.ClusterToInfrastructureMapFunc(ctx, gvk, c, &infrav1.TerraformCluster{}))).
 			Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformClusterList{}))).
+				lifecycle.ByClusterName(c, infrav1.KindTerraformCluster))).
 			Watches(&infrav1.TerraformMachinePool{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformClusterList{})))
+				lifecycle.ByClusterName(c, infrav1.KindTerraformCluster)))
 		b = watches.VariablesFrom(b, c, &infrav1.TerraformClusterList{}, src)
 		return watches.IdentityOfClusters(b, c, src)
 	}

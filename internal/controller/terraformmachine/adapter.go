@@ -24,17 +24,8 @@ type Adapter struct {
 
 var _ lifecycle.Adapter = &Adapter{}
 
-// Kind implements lifecycle.Adapter.
-func (a *Adapter) Kind() decide.Kind { return decide.KindMachine }
-
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
-
-// New implements lifecycle.Adapter.
-func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformMachine{} }
-
-// Finalizer implements lifecycle.Adapter.
-func (a *Adapter) Finalizer() string { return infrav1.TerraformMachineFinalizer }
 
 // ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
 func (a *Adapter) ReadyConditions(provisioned bool) []string {
@@ -68,7 +59,7 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 		}
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Machine to own this TerraformMachine"}, nil
 	}
-	if w := lifecycle.BackReference(tm, "TerraformMachine", m, m.Spec.InfrastructureRef, m.Spec.ClusterName); w != nil {
+	if w := lifecycle.BackReference(tm, m, m.Spec.InfrastructureRef, m.Spec.ClusterName); w != nil {
 		return w, nil
 	}
 	p.Owner = m
@@ -175,13 +166,19 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	return lifecycle.SyncRemediation(ctx, a.Client, p, tm, m)
 }
 
-// Drift implements lifecycle.Adapter: a machine's drift action is always
-// Report.
-func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
-	if d := obj.(*infrav1.TerraformMachine).Spec.Drift; d != nil {
-		return d.IntervalSeconds, ""
+// Fields implements lifecycle.Adapter: the drift interval (a machine's
+// drift action is always Report), the unhealthy samples and the
+// remediation's annotateMachine.
+func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
+	tm := obj.(*infrav1.TerraformMachine)
+	f := lifecycle.KindFields{UnhealthySamples: &tm.Status.UnhealthySamples}
+	if d := tm.Spec.Drift; d != nil {
+		f.DriftIntervalSeconds = d.IntervalSeconds
 	}
-	return nil, ""
+	if r := tm.Spec.Remediation; r != nil {
+		f.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
+	}
+	return f
 }
 
 // Observe implements lifecycle.Adapter: the remediation settings.

@@ -27,15 +27,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts life
 // Cluster, the cluster's TerraformCluster, its variablesFrom sources until
 // it is provisioned, and the TerraformClusterIdentity it resolves to.
 func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *builder.Builder {
-	gvk := infrav1.GroupVersion.WithKind("TerraformMachine")
+	gvk := infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachine))
 	c := mgr.GetClient()
 	return func(b *builder.Builder) *builder.Builder {
 		b = b.
 			Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))).
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformMachineList{}))).
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine))).
 			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformMachineList{})))
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)))
 		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachineList{}, src)
 		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachineList{}, src)
 	}

@@ -26,17 +26,8 @@ type Adapter struct {
 
 var _ lifecycle.Adapter = &Adapter{}
 
-// Kind implements lifecycle.Adapter.
-func (a *Adapter) Kind() decide.Kind { return decide.KindMachinePool }
-
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
-
-// New implements lifecycle.Adapter.
-func (a *Adapter) New() lifecycle.Object { return &infrav1.TerraformMachinePool{} }
-
-// Finalizer implements lifecycle.Adapter.
-func (a *Adapter) Finalizer() string { return infrav1.TerraformMachinePoolFinalizer }
 
 // ReadyConditions implements lifecycle.Adapter (reference-facts §1.1): a
 // pool keeps ApplyJobSucceeded after provisioning.
@@ -68,7 +59,7 @@ func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycl
 		}
 		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a MachinePool to own this TerraformMachinePool"}, nil
 	}
-	if w := lifecycle.BackReference(tmp, "TerraformMachinePool", mp, mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName); w != nil {
+	if w := lifecycle.BackReference(tmp, mp, mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName); w != nil {
 		return w, nil
 	}
 	p.Owner = mp
@@ -220,12 +211,13 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	return nil
 }
 
-// Drift implements lifecycle.Adapter.
-func (a *Adapter) Drift(obj lifecycle.Object) (*int32, decide.DriftAction) {
+// Fields implements lifecycle.Adapter: the drift settings.
+func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
+	var f lifecycle.KindFields
 	if d := obj.(*infrav1.TerraformMachinePool).Spec.Drift; d != nil {
-		return d.IntervalSeconds, d.Action
+		f.DriftIntervalSeconds, f.DriftAction = d.IntervalSeconds, d.Action
 	}
-	return nil, ""
+	return f
 }
 
 // Observe implements lifecycle.Adapter: the membership refresh interval and

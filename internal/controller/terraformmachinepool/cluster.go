@@ -28,7 +28,7 @@ func clusterFailureDomains(ctx context.Context, c client.Reader, tc *infrav1.Ter
 	if annotations.IsExternallyManaged(tc) {
 		return []string{}, nil
 	}
-	suffix, err := state.Suffix(tc.Namespace, "TerraformCluster", tc.Name)
+	suffix, err := state.Suffix(tc.Namespace, infrav1.KindTerraformCluster, tc.Name)
 	if err != nil {
 		w := lifecycle.Waiting(infrav1.WaitingForClusterExportsReason, err.Error())
 		return nil, &w

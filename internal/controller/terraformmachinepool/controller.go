@@ -33,9 +33,9 @@ func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *bu
 		b = b.
 			Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInfrastructure)).
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformMachinePoolList{}))).
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachinePool))).
 			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, &infrav1.TerraformMachinePoolList{})))
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachinePool)))
 		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachinePoolList{}, src)
 		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachinePoolList{}, src)
 	}
@@ -47,7 +47,7 @@ func machinePoolToInfrastructure(_ context.Context, o client.Object) []reconcile
 		return nil
 	}
 	ref := mp.Spec.Template.Spec.InfrastructureRef
-	if ref.Kind != "TerraformMachinePool" || ref.Name == "" {
+	if ref.Kind != string(infrav1.KindTerraformMachinePool) || ref.Name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: mp.Namespace, Name: ref.Name}}}

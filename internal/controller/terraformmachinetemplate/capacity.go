@@ -14,16 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-)
-
-// The capacity labels of the Image Contract.
-const (
-	// CapacityLabel holds a JSON object of resource name to quantity, for
-	// example {"cpu":"2","memory":"4Gi"}.
-	CapacityLabel = "io.captf.capacity"
-	// NodeInfoLabel holds a JSON object with architecture (amd64, arm64,
-	// s390x or ppc64le) and operatingSystem, at least one of them.
-	NodeInfoLabel = "io.captf.node-info"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
 // MaxCapacityResources bounds the resources one capacity label may declare.
@@ -48,12 +39,12 @@ type Resolution struct {
 
 // Resolve reads the capacity labels of image's config labels. Pure.
 func Resolve(image string, labels map[string]string) Resolution {
-	capRaw, hasCap := labels[CapacityLabel]
-	infoRaw, hasInfo := labels[NodeInfoLabel]
+	capRaw, hasCap := labels[contract.LabelCapacity]
+	infoRaw, hasInfo := labels[contract.LabelNodeInfo]
 	if !hasCap && !hasInfo {
 		return Resolution{
 			Reason:  infrav1.CapacityNotDeclaredReason,
-			Message: fmt.Sprintf("Image %s declares neither %s nor %s", image, CapacityLabel, NodeInfoLabel),
+			Message: fmt.Sprintf("Image %s declares neither %s nor %s", image, contract.LabelCapacity, contract.LabelNodeInfo),
 		}
 	}
 	var res Resolution
@@ -61,14 +52,14 @@ func Resolve(image string, labels map[string]string) Resolution {
 	if hasCap {
 		c, err := ParseCapacity(capRaw)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", CapacityLabel, err))
+			problems = append(problems, fmt.Sprintf("%s: %v", contract.LabelCapacity, err))
 		}
 		res.Capacity = c
 	}
 	if hasInfo {
 		n, err := ParseNodeInfo(infoRaw)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", NodeInfoLabel, err))
+			problems = append(problems, fmt.Sprintf("%s: %v", contract.LabelNodeInfo, err))
 		}
 		res.NodeInfo = n
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
 const img = "registry.example/machine:v1"
@@ -33,8 +34,8 @@ func TestResolve(t *testing.T) {
 		{
 			name: "both labels parsed: CapacityResolved with capacity and nodeInfo",
 			labels: map[string]string{
-				CapacityLabel: `{"cpu":"2","memory":"4Gi","nvidia.com/gpu":1}`,
-				NodeInfoLabel: `{"architecture":"arm64","operatingSystem":"linux"}`,
+				contract.LabelCapacity: `{"cpu":"2","memory":"4Gi","nvidia.com/gpu":1}`,
+				contract.LabelNodeInfo: `{"architecture":"arm64","operatingSystem":"linux"}`,
 			},
 			reason: infrav1.CapacityResolvedReason,
 			capacity: corev1.ResourceList{
@@ -47,86 +48,86 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name:     "capacity alone is resolved; nodeInfo stays unset",
-			labels:   map[string]string{CapacityLabel: `{"cpu":"500m"}`},
+			labels:   map[string]string{contract.LabelCapacity: `{"cpu":"500m"}`},
 			reason:   infrav1.CapacityResolvedReason,
 			capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 			inMsg:    "no nodeInfo",
 		},
 		{
 			name:     "nodeInfo needs at least one key: operatingSystem alone is enough",
-			labels:   map[string]string{NodeInfoLabel: `{"operatingSystem":"linux"}`},
+			labels:   map[string]string{contract.LabelNodeInfo: `{"operatingSystem":"linux"}`},
 			reason:   infrav1.CapacityResolvedReason,
 			nodeInfo: &infrav1.NodeInfo{OperatingSystem: "linux"},
 		},
 		{
 			name:   "capacity must be a JSON object: a list is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `["cpu"]`},
+			labels: map[string]string{contract.LabelCapacity: `["cpu"]`},
 			reason: infrav1.CapacityLabelInvalidReason,
-			inMsg:  CapacityLabel,
+			inMsg:  contract.LabelCapacity,
 		},
 		{
 			name:   "a quantity that does not parse is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{"memory":"lots"}`},
+			labels: map[string]string{contract.LabelCapacity: `{"memory":"lots"}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  `quantity "lots" does not parse`,
 		},
 		{
 			name:   "a negative quantity is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{"cpu":-1}`},
+			labels: map[string]string{contract.LabelCapacity: `{"cpu":-1}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "negative",
 		},
 		{
 			name:   "a resource name that is not a qualified name is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{"bad name":"1"}`},
+			labels: map[string]string{contract.LabelCapacity: `{"bad name":"1"}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  `"bad name"`,
 		},
 		{
 			name:   "an empty capacity object declares nothing and is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{}`},
+			labels: map[string]string{contract.LabelCapacity: `{}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "declares no resource",
 		},
 		{
 			name:   "a quantity of another JSON type is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{"cpu":true}`},
+			labels: map[string]string{contract.LabelCapacity: `{"cpu":true}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 		},
 		{
 			name:   "trailing data after the object is CapacityLabelInvalid",
-			labels: map[string]string{CapacityLabel: `{"cpu":"1"} {}`},
+			labels: map[string]string{contract.LabelCapacity: `{"cpu":"1"} {}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "data after",
 		},
 		{
 			name:   "architecture must be amd64, arm64, s390x or ppc64le",
-			labels: map[string]string{NodeInfoLabel: `{"architecture":"riscv64"}`},
+			labels: map[string]string{contract.LabelNodeInfo: `{"architecture":"riscv64"}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "riscv64",
 		},
 		{
 			name:   "nodeInfo with neither key is CapacityLabelInvalid",
-			labels: map[string]string{NodeInfoLabel: `{}`},
+			labels: map[string]string{contract.LabelNodeInfo: `{}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "neither architecture nor operatingSystem",
 		},
 		{
 			name:   "nodeInfo with an unknown key is CapacityLabelInvalid",
-			labels: map[string]string{NodeInfoLabel: `{"os":"linux"}`},
+			labels: map[string]string{contract.LabelNodeInfo: `{"os":"linux"}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 		},
 		{
 			name:   "operatingSystem over 64 characters is CapacityLabelInvalid",
-			labels: map[string]string{NodeInfoLabel: `{"operatingSystem":"` + strings.Repeat("x", 65) + `"}`},
+			labels: map[string]string{contract.LabelNodeInfo: `{"operatingSystem":"` + strings.Repeat("x", 65) + `"}`},
 			reason: infrav1.CapacityLabelInvalidReason,
 			inMsg:  "1 to 64",
 		},
 		{
 			name: "one invalid label invalidates both: nothing half-resolved reaches status",
 			labels: map[string]string{
-				CapacityLabel: `{"cpu":"2"}`,
-				NodeInfoLabel: `{"architecture":"mips"}`,
+				contract.LabelCapacity: `{"cpu":"2"}`,
+				contract.LabelNodeInfo: `{"architecture":"mips"}`,
 			},
 			reason: infrav1.CapacityLabelInvalidReason,
 		},
@@ -157,7 +158,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add(`{"cpu":1e3}`, `{}`)
 	f.Add(`null`, `null`)
 	f.Fuzz(func(t *testing.T, capacity, nodeInfo string) {
-		r := Resolve(img, map[string]string{CapacityLabel: capacity, NodeInfoLabel: nodeInfo})
+		r := Resolve(img, map[string]string{contract.LabelCapacity: capacity, contract.LabelNodeInfo: nodeInfo})
 		switch r.Reason {
 		case infrav1.CapacityResolvedReason:
 			if len(r.Capacity) == 0 || r.NodeInfo == nil {
@@ -180,8 +181,8 @@ func FuzzResolve(f *testing.F) {
 
 func BenchmarkResolve(b *testing.B) {
 	labels := map[string]string{
-		CapacityLabel: `{"cpu":"2","memory":"4Gi","ephemeral-storage":"20Gi","nvidia.com/gpu":1}`,
-		NodeInfoLabel: `{"architecture":"amd64","operatingSystem":"linux"}`,
+		contract.LabelCapacity: `{"cpu":"2","memory":"4Gi","ephemeral-storage":"20Gi","nvidia.com/gpu":1}`,
+		contract.LabelNodeInfo: `{"architecture":"amd64","operatingSystem":"linux"}`,
 	}
 	b.ReportAllocs()
 	for b.Loop() {

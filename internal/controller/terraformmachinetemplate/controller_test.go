@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
@@ -173,16 +174,16 @@ func TestTemplateCapacity(t *testing.T) {
 	private := startRegistry(t, true)
 
 	small := reg.push(t, "machine:small", map[string]string{
-		CapacityLabel: `{"cpu":"2","memory":"4Gi"}`,
-		NodeInfoLabel: `{"architecture":"amd64","operatingSystem":"linux"}`,
+		contract.LabelCapacity: `{"cpu":"2","memory":"4Gi"}`,
+		contract.LabelNodeInfo: `{"architecture":"amd64","operatingSystem":"linux"}`,
 	})
 	large := reg.push(t, "machine:large", map[string]string{
-		CapacityLabel: `{"cpu":"8","memory":"32Gi"}`,
-		NodeInfoLabel: `{"architecture":"amd64","operatingSystem":"linux"}`,
+		contract.LabelCapacity: `{"cpu":"8","memory":"32Gi"}`,
+		contract.LabelNodeInfo: `{"architecture":"amd64","operatingSystem":"linux"}`,
 	})
 	plain := reg.push(t, "machine:plain", nil)
-	invalid := reg.push(t, "machine:invalid", map[string]string{CapacityLabel: `{"cpu":"two"}`})
-	privateRef := private.push(t, "machine:v1", map[string]string{CapacityLabel: `{"cpu":"1"}`})
+	invalid := reg.push(t, "machine:invalid", map[string]string{contract.LabelCapacity: `{"cpu":"two"}`})
+	privateRef := private.push(t, "machine:v1", map[string]string{contract.LabelCapacity: `{"cpu":"1"}`})
 
 	t.Run("both labels: CapacityResolved, capacity, nodeInfo and capacitySource.image, with an event", func(t *testing.T) {
 		create(t, c, template(ns, "small", small))
@@ -241,7 +242,7 @@ func TestTemplateCapacity(t *testing.T) {
 		late := reg.host + "/machine:late"
 		create(t, c, template(ns, "late", late))
 		envtest.Eventually(t, 60*time.Second, "ImageInspectFailed", condIs(c, ns, "late", metav1.ConditionFalse, infrav1.ImageInspectFailedReason))
-		reg.push(t, "machine:late", map[string]string{CapacityLabel: `{"cpu":"4"}`})
+		reg.push(t, "machine:late", map[string]string{contract.LabelCapacity: `{"cpu":"4"}`})
 		envtest.Eventually(t, 60*time.Second, "resolved after the push", condIs(c, ns, "late", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
 		// Events are written asynchronously: wait for both, then check
 		// that no second ImageInspectFailed came with the retries.

@@ -23,6 +23,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
@@ -67,7 +68,7 @@ func (r *testRegistry) push(t testing.TB, repoTag string, labels map[string]stri
 		User:     "65532",
 		Labels:   labels,
 		Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-			{Path: imagebuild.ModulePath + "/main.tf", Mode: 0o644, UID: 65532, GID: 65532, Data: []byte("# machine\n")},
+			{Path: contract.ModuleDir + "/main.tf", Mode: 0o644, UID: 65532, GID: 65532, Data: []byte("# machine\n")},
 		}}},
 	})
 	if err != nil {
@@ -111,14 +112,14 @@ func fakeReader(t *testing.T, objs ...*corev1.Secret) *fake.ClientBuilder {
 func TestInspectorReadsConfigLabels(t *testing.T) {
 	ctx := context.Background()
 	open := startRegistry(t, false)
-	ref := open.push(t, "machine:v1", map[string]string{CapacityLabel: `{"cpu":"2"}`})
+	ref := open.push(t, "machine:v1", map[string]string{contract.LabelCapacity: `{"cpu":"2"}`})
 	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
 
 	labels, err := in.Labels(ctx, ref, authn.NewMultiKeychain())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if labels[CapacityLabel] != `{"cpu":"2"}` {
+	if labels[contract.LabelCapacity] != `{"cpu":"2"}` {
 		t.Errorf("labels %v", labels)
 	}
 
@@ -144,7 +145,7 @@ func TestInspectorReadsConfigLabels(t *testing.T) {
 func TestPullSecretsAuthenticate(t *testing.T) {
 	ctx := context.Background()
 	private := startRegistry(t, true)
-	ref := private.push(t, "machine:v1", map[string]string{NodeInfoLabel: `{"architecture":"amd64"}`})
+	ref := private.push(t, "machine:v1", map[string]string{contract.LabelNodeInfo: `{"architecture":"amd64"}`})
 	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
 
 	t.Run("without credentials the registry refuses: auth", func(t *testing.T) {
@@ -171,7 +172,7 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if labels[NodeInfoLabel] == "" {
+		if labels[contract.LabelNodeInfo] == "" {
 			t.Errorf("labels %v", labels)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 )
 
@@ -101,9 +102,9 @@ func Image(bins Binaries, o Options) (v1.Image, error) {
 	o = defaults(o)
 	labels := map[string]string{}
 	for k, v := range map[string]string{
-		imagebuild.LabelVersion:  o.Version,
-		imagebuild.LabelRevision: o.Commit,
-		imagebuild.LabelSource:   o.Source,
+		contract.LabelVersion:  o.Version,
+		contract.LabelRevision: o.Commit,
+		contract.LabelSource:   o.Source,
 	} {
 		if v != "" {
 			labels[k] = v

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
@@ -86,7 +87,7 @@ func TestManagerImage(t *testing.T) {
 	if cf.Config.User != User || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != ManagerPath || cf.OS != "linux" {
 		t.Errorf("config: user %q entrypoint %v os %s", cf.Config.User, cf.Config.Entrypoint, cf.OS)
 	}
-	if cf.Config.Labels[imagebuild.LabelVersion] != "v0.0.0-test" || cf.Config.Labels[imagebuild.LabelRevision] != "0123abc" {
+	if cf.Config.Labels[contract.LabelVersion] != "v0.0.0-test" || cf.Config.Labels[contract.LabelRevision] != "0123abc" {
 		t.Errorf("labels %v", cf.Config.Labels)
 	}
 	files := map[string]*tar.Header{}

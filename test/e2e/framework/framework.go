@@ -87,7 +87,7 @@ func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) 
 	} {
 		img, err := imagebuild.ModuleImage{
 			Role: role, ModuleDir: filepath.Join(root, "modules", "noop", string(role)),
-			Runtime: tofu, RuntimeName: imagebuild.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
+			Runtime: tofu, RuntimeName: contract.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
 			Platform: platform,
 		}.Build()
 		if err != nil {
