@@ -77,7 +77,12 @@ func (s dirSource) read(p string) ([]byte, error) {
 	return b, nil
 }
 
-func (s dirSource) display(p string) string { return path.Clean(p) }
+func (s dirSource) display(p string) string {
+	if p = path.Clean(p); p == "." {
+		return s.base
+	}
+	return p
+}
 
 // isModuleFile reports whether name is a configuration file Terraform or
 // OpenTofu loads.
