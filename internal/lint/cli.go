@@ -154,9 +154,48 @@ func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, boo
 	return 0, true
 }
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
+func versionFlags(stderr io.Writer) (*pflag.FlagSet, *bool) {
 	fs := newFlagSet("version", stderr)
-	asJSON := fs.Bool("json", false, "print the version and the supported contracts as JSON")
+	return fs, fs.Bool("json", false, "print the version and the supported contracts as JSON")
+}
+
+func moduleFlags(stderr io.Writer) (*pflag.FlagSet, *commonFlags) {
+	fs := newFlagSet("module", stderr)
+	c := &commonFlags{}
+	c.register(fs)
+	return fs, c
+}
+
+func imageFlags(stderr io.Writer) (fs *pflag.FlagSet, c *commonFlags, platform *string, all, insecure *bool) {
+	fs, c = moduleFlags(stderr)
+	platform = fs.String("platform", DefaultPlatform, "the platform of a multi-platform image to check (os/arch[/variant])")
+	all = fs.Bool("all-platforms", false, "check every platform the image publishes")
+	insecure = fs.Bool("insecure", false, "reach the registry over plain HTTP")
+	return fs, c, platform, all, insecure
+}
+
+// Subcommands lists tfcapi-lint's subcommands.
+func Subcommands() []string { return []string{"module", "image", "version"} }
+
+// Flags returns the flag set of a subcommand (module, image or version),
+// as its command line parses it; nil for another name.
+func Flags(subcommand string) *pflag.FlagSet {
+	switch subcommand {
+	case "module":
+		fs, _ := moduleFlags(io.Discard)
+		return fs
+	case "image":
+		fs, _, _, _, _ := imageFlags(io.Discard)
+		return fs
+	case "version":
+		fs, _ := versionFlags(io.Discard)
+		return fs
+	}
+	return nil
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs, asJSON := versionFlags(stderr)
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -176,9 +215,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 }
 
 func runModule(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("module", stderr)
-	var c commonFlags
-	c.register(fs)
+	fs, c := moduleFlags(stderr)
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -194,12 +231,7 @@ func runModule(args []string, stdout, stderr io.Writer) int {
 }
 
 func runImage(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("image", stderr)
-	var c commonFlags
-	c.register(fs)
-	platform := fs.String("platform", DefaultPlatform, "the platform of a multi-platform image to check (os/arch[/variant])")
-	all := fs.Bool("all-platforms", false, "check every platform the image publishes")
-	insecure := fs.Bool("insecure", false, "reach the registry over plain HTTP")
+	fs, c, platform, all, insecure := imageFlags(stderr)
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}

@@ -278,4 +278,3 @@ func TestModuleCorpus(t *testing.T) {
 		}
 	}
 }
-
