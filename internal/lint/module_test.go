@@ -1,7 +1,10 @@
 package lint
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,5 +106,32 @@ func TestAllowWarning(t *testing.T) {
 	}
 	if code, out, _ := run("module", dir, "--role", "machine", "--strict"); code != ExitFindings {
 		t.Errorf("warning under --strict: exit %d\n%s", code, out)
+	}
+}
+
+// TestFindingsSorted: findings are sorted by file, line, ID and message
+// (reference: tfcapi-lint CLI, "JSON report").
+func TestFindingsSorted(t *testing.T) {
+	dir := t.TempDir()
+	writeBase(t, dir, contract.RoleMachine)
+	writeFile(t, filepath.Join(dir, "b.tf"), "variable \"zz\" {\n  type = string\n}\n\nvariable \"aa\" {\n  type = string\n}\n")
+	writeFile(t, filepath.Join(dir, "a.tf"), "output \"captf_b\" {\n  value = 1\n}\n\noutput \"captf_a\" {\n  value = 1\n}\n")
+	if err := os.Remove(filepath.Join(dir, "versions.tf")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LintModule(dir, ModuleOptions{Role: contract.RoleMachine, Contract: contract.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, fmt.Sprintf("%s:%d %s", f.File, f.Line, f.ID))
+	}
+	want := []string{":0 module/version", "a.tf:1 output/reserved", "a.tf:5 output/reserved", "b.tf:1 input/user-variable-default", "b.tf:5 input/user-variable-default"}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings in order %q, want %q", got, want)
+	}
+	if r.Summary != (Summary{Error: 0, Warning: 4, Info: 1}) {
+		t.Errorf("summary %+v", r.Summary)
 	}
 }
