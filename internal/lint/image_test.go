@@ -496,3 +496,16 @@ func TestNoopImagesLintCleanStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutReferenceName: oci:<dir>:<name> picks the image stored under
+// that reference name, as make lint-images names the no-op images; an
+// unknown name is exit 2.
+func TestLayoutReferenceName(t *testing.T) {
+	ref := writeLayout(t, buildImage(t, baseImageSpec(t, contract.RoleCluster, "amd64")))
+	if code, r, out := lintImage(t, ref+":test", "--role", "cluster", "--strict"); code != ExitOK || len(r.Findings) != 0 {
+		t.Errorf("%s:test: exit %d\n%s", ref, code, out)
+	}
+	if code, _, out := lintImage(t, ref+":other", "--role", "cluster"); code != ExitUnparsable || !strings.Contains(out, `no image named "other"`) {
+		t.Errorf("%s:other: exit %d\n%s", ref, code, out)
+	}
+}
