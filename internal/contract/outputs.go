@@ -693,3 +693,12 @@ func ShouldWriteEndpoint(output, specEndpoint *Endpoint, renderedInputWasNull bo
 	}
 	return specEndpoint == nil || specEndpoint.Host == "" && specEndpoint.Port == 0
 }
+
+// DecodeHealth decodes a health output value on its own, as tfcapi-lint
+// checks the literal parts of a module's health expression. A null value
+// gives nil and no problem (pending).
+func DecodeHealth(raw json.RawMessage) (*Health, []Problem) {
+	d := &decoder{raw: RawOutputs{OutputHealth: raw}}
+	h := d.health(OutputHealth)
+	return h, d.problems
+}
