@@ -25,8 +25,8 @@ type capacityLabels struct {
 // capacity checks io.captf.capacity and io.captf.node-info. They only
 // matter to the machine role (scale from zero).
 func (c *imageChecks) capacity() capacityLabels {
-	capLabel, hasCap := c.cfg.Labels[LabelCapacity]
-	ni, hasNI := c.cfg.Labels[LabelNodeInfo]
+	capLabel, hasCap := c.cfg.Labels[contract.LabelCapacity]
+	ni, hasNI := c.cfg.Labels[contract.LabelNodeInfo]
 	out := capacityLabels{platform: c.os + "/" + c.arch, set: hasCap || hasNI, capacity: capLabel, nodeInfo: ni}
 	if c.role != contract.RoleMachine {
 		if out.set {
@@ -37,17 +37,17 @@ func (c *imageChecks) capacity() capacityLabels {
 	}
 	if !out.set {
 		c.add(CheckImageLabelCapacity, SeverityInfo,
-			"no %s or %s label: TerraformMachineTemplate cannot support scale from zero with this image", LabelCapacity, LabelNodeInfo)
+			"no %s or %s label: TerraformMachineTemplate cannot support scale from zero with this image", contract.LabelCapacity, contract.LabelNodeInfo)
 		return out
 	}
 	if hasCap {
 		if err := checkCapacity(capLabel); err != nil {
-			c.add(CheckImageLabelCapacity, SeverityError, "the %s label is invalid: %v", LabelCapacity, err)
+			c.add(CheckImageLabelCapacity, SeverityError, "the %s label is invalid: %v", contract.LabelCapacity, err)
 		}
 	}
 	if hasNI {
 		if err := checkNodeInfo(ni); err != nil {
-			c.add(CheckImageLabelCapacity, SeverityError, "the %s label is invalid: %v", LabelNodeInfo, err)
+			c.add(CheckImageLabelCapacity, SeverityError, "the %s label is invalid: %v", contract.LabelNodeInfo, err)
 		}
 	}
 	return out

@@ -31,27 +31,19 @@ const DefaultPlatform = "linux/amd64"
 const LayoutPrefix = "oci:"
 
 // Fixed paths of the image contract, without their leading slash.
-const (
-	modulePath    = "captf/module"
-	runtimePath   = "captf/runtime"
-	providersPath = "captf/providers"
+var (
+	modulePath    = strings.TrimPrefix(contract.ModuleDir, "/")
+	runtimePath   = strings.TrimPrefix(contract.RuntimePath, "/")
+	providersPath = strings.TrimPrefix(contract.ProvidersDir, "/")
 )
 
 // ReservedPaths are the image paths the runner mounts its own content at;
 // an image must ship nothing under them.
 func ReservedPaths() []string {
-	return []string{"/captf/work", "/var/run/captf/credentials", "/captf/bin", "/captf/config"}
+	return []string{contract.WorkDir, contract.CredentialsDir, contract.RunnerDir, contract.ConfigDir}
 }
 
-// Image labels (Image Contract "OCI labels").
 const (
-	LabelContract     = "io.captf.contract"
-	LabelRole         = "io.captf.role"
-	LabelRuntime      = "io.captf.runtime"
-	LabelCapacity     = "io.captf.capacity"
-	LabelNodeInfo     = "io.captf.node-info"
-	runtimeTofu       = "tofu"
-	runtimeTerraform  = "terraform"
 	maxListedUnread   = 5
 	maxSymlinkHops    = 40
 	registryTimeout   = 5 * time.Minute
@@ -613,16 +605,16 @@ func (c *imageChecks) runtime() {
 	case !c.user.can(rn, 1):
 		c.add(CheckImageRuntimePresent, SeverityError, "/captf/runtime is not executable by the image's user %q", c.userText())
 	}
-	label := c.cfg.Labels[LabelRuntime]
+	label := c.cfg.Labels[contract.LabelRuntime]
 	if label == "" {
 		return
 	}
-	if label != runtimeTofu && label != runtimeTerraform {
-		c.add(CheckImageRuntimeVersion, SeverityWarning, "the %s label is %q, neither %s nor %s", LabelRuntime, label, runtimeTofu, runtimeTerraform)
+	if label != contract.RuntimeTofu && label != contract.RuntimeTerraform {
+		c.add(CheckImageRuntimeVersion, SeverityWarning, "the %s label is %q, neither %s nor %s", contract.LabelRuntime, label, contract.RuntimeTofu, contract.RuntimeTerraform)
 		return
 	}
 	if named := c.runtimeName(); named != "" && named != label {
-		c.add(CheckImageRuntimeVersion, SeverityWarning, "/captf/runtime links to a %s binary, but the %s label says %s", named, LabelRuntime, label)
+		c.add(CheckImageRuntimeVersion, SeverityWarning, "/captf/runtime links to a %s binary, but the %s label says %s", named, contract.LabelRuntime, label)
 	}
 }
 
@@ -639,7 +631,7 @@ func (c *imageChecks) runtimeName() string {
 		if !path.IsAbs(target) {
 			target = path.Join(path.Dir(p), target)
 		}
-		if b := path.Base(target); b == runtimeTofu || b == runtimeTerraform {
+		if b := path.Base(target); b == contract.RuntimeTofu || b == contract.RuntimeTerraform {
 			return b
 		}
 		p = cleanPath(target)
@@ -657,7 +649,7 @@ func (c *imageChecks) userText() string {
 // runtimeKind is the runtime the providers' default host follows: the
 // label, else the runtime link's name; "" when unknown.
 func (c *imageChecks) runtimeKind() string {
-	if l := c.cfg.Labels[LabelRuntime]; l == runtimeTofu || l == runtimeTerraform {
+	if l := c.cfg.Labels[contract.LabelRuntime]; l == contract.RuntimeTofu || l == contract.RuntimeTerraform {
 		return l
 	}
 	return c.runtimeName()
@@ -804,9 +796,9 @@ func (c *imageChecks) hasPackage(mirror string, src providerSource, target strin
 	hosts := []string{src.host}
 	if src.host == "" {
 		switch c.runtimeKind() {
-		case runtimeTofu:
+		case contract.RuntimeTofu:
 			hosts = []string{"registry.opentofu.org"}
-		case runtimeTerraform:
+		case contract.RuntimeTerraform:
 			hosts = []string{"registry.terraform.io"}
 		default:
 			hosts = []string{"registry.opentofu.org", "registry.terraform.io"}
@@ -856,17 +848,17 @@ func (c *imageChecks) reserved() {
 }
 
 func (c *imageChecks) labels() {
-	switch role := c.cfg.Labels[LabelRole]; {
+	switch role := c.cfg.Labels[contract.LabelRole]; {
 	case role == "":
-		c.add(CheckImageLabelRole, SeverityInfo, "the %s label is not set", LabelRole)
+		c.add(CheckImageLabelRole, SeverityInfo, "the %s label is not set", contract.LabelRole)
 	case role != string(c.role):
-		c.add(CheckImageLabelRole, SeverityError, "the %s label is %q, but --role is %s", LabelRole, role, c.role)
+		c.add(CheckImageLabelRole, SeverityError, "the %s label is %q, but --role is %s", contract.LabelRole, role, c.role)
 	}
-	switch v := c.cfg.Labels[LabelContract]; {
+	switch v := c.cfg.Labels[contract.LabelContract]; {
 	case v == "":
-		c.add(CheckImageLabelContract, SeverityInfo, "the %s label is not set", LabelContract)
+		c.add(CheckImageLabelContract, SeverityInfo, "the %s label is not set", contract.LabelContract)
 	case v != c.contract:
-		c.add(CheckImageLabelContract, SeverityWarning, "the %s label is %q, but --contract is %s", LabelContract, v, c.contract)
+		c.add(CheckImageLabelContract, SeverityWarning, "the %s label is %q, but --contract is %s", contract.LabelContract, v, c.contract)
 	}
 }
 

@@ -43,11 +43,11 @@ func baseImageSpec(t testing.TB, role contract.Role, arch string) imagebuild.Spe
 	}
 	moduleEntries = append(moduleEntries, imagebuild.Entry{Path: "/captf/providers", Mode: fs.ModeDir | 0o755, UID: imageUID, GID: imageUID})
 	labels := map[string]string{
-		LabelContract: contract.Version, LabelRole: string(role), LabelRuntime: "tofu",
+		contract.LabelContract: contract.Version, contract.LabelRole: string(role), contract.LabelRuntime: "tofu",
 	}
 	if role == contract.RoleMachine {
-		labels[LabelCapacity] = `{"cpu": "2", "memory": "4Gi"}`
-		labels[LabelNodeInfo] = `{"architecture": "` + arch + `", "operatingSystem": "linux"}`
+		labels[contract.LabelCapacity] = `{"cpu": "2", "memory": "4Gi"}`
+		labels[contract.LabelNodeInfo] = `{"architecture": "` + arch + `", "operatingSystem": "linux"}`
 	}
 	return imagebuild.Spec{
 		Platform: v1.Platform{OS: "linux", Architecture: arch},
@@ -147,7 +147,7 @@ var imageCases = []imageCase{
 	}, want: want(CheckImageRuntimeVersion, SeverityWarning)},
 	{name: "runtime-version.near", nearOf: CheckImageRuntimeVersion, role: contract.RoleCluster, edit: func(s *imagebuild.Spec) {
 		s.Layers[0].Entries = []imagebuild.Entry{linkEntry("/captf/runtime", "/usr/local/bin/terraform"), fileEntry("/usr/local/bin/terraform", 0o755, 0, "#!/bin/false\n")}
-		s.Labels[LabelRuntime] = "terraform"
+		s.Labels[contract.LabelRuntime] = "terraform"
 	}},
 	{name: "providers-absent", role: contract.RoleMachinePool, edit: func(s *imagebuild.Spec) {
 		s.Layers[1].Entries = slices.DeleteFunc(s.Layers[1].Entries, func(e imagebuild.Entry) bool { return e.Path == "/captf/providers" })
@@ -192,35 +192,35 @@ var imageCases = []imageCase{
 		addLayer(s, dirEntry("/captf/work"), fileEntry("/captf/configs/x", 0o644, 0, "x"))
 	}},
 	{name: "label-role", role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelRole] = "cluster"
+		s.Labels[contract.LabelRole] = "cluster"
 	}, want: want(CheckImageLabelRole, SeverityError)},
 	{name: "label-role.unset", role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		delete(s.Labels, LabelRole)
+		delete(s.Labels, contract.LabelRole)
 	}, want: want(CheckImageLabelRole, SeverityInfo)},
 	{name: "label-role.near", nearOf: CheckImageLabelRole, role: contract.RoleMachinePool},
 	{name: "label-contract", role: contract.RoleCluster, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelContract] = "v1alpha2"
+		s.Labels[contract.LabelContract] = "v1alpha2"
 	}, want: want(CheckImageLabelContract, SeverityWarning)},
 	{name: "label-contract.unset", role: contract.RoleCluster, edit: func(s *imagebuild.Spec) {
-		delete(s.Labels, LabelContract)
+		delete(s.Labels, contract.LabelContract)
 	}, want: want(CheckImageLabelContract, SeverityInfo)},
 	{name: "label-contract.near", nearOf: CheckImageLabelContract, role: contract.RoleCluster},
 	{name: "label-capacity", role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelCapacity] = `{"cpu": "two"}`
+		s.Labels[contract.LabelCapacity] = `{"cpu": "two"}`
 	}, want: want(CheckImageLabelCapacity, SeverityError)},
 	{name: "label-capacity.node-info", role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelNodeInfo] = `{"architecture": "riscv64"}`
+		s.Labels[contract.LabelNodeInfo] = `{"architecture": "riscv64"}`
 	}, want: want(CheckImageLabelCapacity, SeverityError)},
 	{name: "label-capacity.absent", role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		delete(s.Labels, LabelCapacity)
-		delete(s.Labels, LabelNodeInfo)
+		delete(s.Labels, contract.LabelCapacity)
+		delete(s.Labels, contract.LabelNodeInfo)
 	}, want: want(CheckImageLabelCapacity, SeverityInfo)},
 	{name: "label-capacity.pool", role: contract.RoleMachinePool, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelCapacity] = `{"cpu": "2"}`
+		s.Labels[contract.LabelCapacity] = `{"cpu": "2"}`
 	}, want: want(CheckImageLabelCapacity, SeverityInfo)},
 	{name: "label-capacity.near", nearOf: CheckImageLabelCapacity, role: contract.RoleMachine, edit: func(s *imagebuild.Spec) {
-		s.Labels[LabelCapacity] = `{"cpu": 4, "memory": "16Gi", "nvidia.com/gpu": "1"}`
-		s.Labels[LabelNodeInfo] = `{"operatingSystem": "linux"}`
+		s.Labels[contract.LabelCapacity] = `{"cpu": 4, "memory": "16Gi", "nvidia.com/gpu": "1"}`
+		s.Labels[contract.LabelNodeInfo] = `{"operatingSystem": "linux"}`
 	}},
 	{name: "user-root", role: contract.RoleCluster, edit: func(s *imagebuild.Spec) {
 		s.User = ""
@@ -375,8 +375,8 @@ func startRegistry(t *testing.T) string {
 func TestImageIndexAndRegistry(t *testing.T) {
 	amd := baseImageSpec(t, contract.RoleMachine, "amd64")
 	arm := baseImageSpec(t, contract.RoleMachine, "arm64")
-	arm.Labels[LabelCapacity] = `{"cpu": "4", "memory": "4Gi"}` // differs from amd64
-	arm.Labels[LabelNodeInfo] = amd.Labels[LabelNodeInfo]
+	arm.Labels[contract.LabelCapacity] = `{"cpu": "4", "memory": "4Gi"}` // differs from amd64
+	arm.Labels[contract.LabelNodeInfo] = amd.Labels[contract.LabelNodeInfo]
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, s := range []imagebuild.Spec{amd, arm} {
 		p := s.Platform
@@ -484,7 +484,7 @@ func TestNoopImagesLintCleanStrict(t *testing.T) {
 	for _, role := range contract.Roles() {
 		img, err := imagebuild.ModuleImage{
 			Role: role, ModuleDir: filepath.Join(repoRoot(t), "modules", "noop", string(role)),
-			Runtime: stub, RuntimeName: imagebuild.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
+			Runtime: stub, RuntimeName: contract.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
 			Version: "test", Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
 		}.Build()
 		if err != nil {
