@@ -80,6 +80,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		RetryPeriod:                   ptr.To(o.LeaderElectRetryPeriod),
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:     o.WebhookHost,
 			Port:     o.WebhookPort,
 			CertDir:  o.WebhookCertDir,
 			CertName: o.WebhookCertName,

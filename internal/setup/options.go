@@ -90,6 +90,9 @@ type Options struct {
 	ProfilerAddress string
 
 	// Webhook server (started only when a webhook is registered).
+	// WebhookHost is the address it binds ("" = every interface; in-process
+	// callers such as the local environment bind 127.0.0.1); it has no flag.
+	WebhookHost     string
 	WebhookPort     int
 	WebhookCertDir  string
 	WebhookCertName string

@@ -397,8 +397,12 @@ func TestMachineUpdate(t *testing.T) {
 		{name: "same variables, other formatting", mut: func(s *infrav1.TerraformMachineSpec) {
 			s.Variables["size"] = raw(`{"b":[1,2],"a":1}`)
 		}},
-		{name: "jobs are mutable", mut: func(s *infrav1.TerraformMachineSpec) { s.Jobs = jobs(infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](100)}) }},
-		{name: "drift is mutable", mut: func(s *infrav1.TerraformMachineSpec) { s.Drift = &infrav1.MachineDriftPolicy{IntervalSeconds: ptr.To[int32](0)} }},
+		{name: "jobs are mutable", mut: func(s *infrav1.TerraformMachineSpec) {
+			s.Jobs = jobs(infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](100)})
+		}},
+		{name: "drift is mutable", mut: func(s *infrav1.TerraformMachineSpec) {
+			s.Drift = &infrav1.MachineDriftPolicy{IntervalSeconds: ptr.To[int32](0)}
+		}},
 		{name: "remediation is mutable", mut: func(s *infrav1.TerraformMachineSpec) {
 			s.Remediation = &infrav1.MachineRemediation{AnnotateMachine: ptr.To(true)}
 		}},
