@@ -80,11 +80,11 @@ func (o stepOutcome) accepted(spec stepSpec) bool {
 // working directory and the rewritten environment, forwarding a stop
 // request (SIGTERM) to the runtime process only.
 type executor struct {
-	bin         []string
-	dir         string
-	env         []string
-	stdout      io.Writer
-	stderr      io.Writer
+	bin    []string
+	dir    string
+	env    []string
+	stdout io.Writer
+	stderr io.Writer
 	// sensitive are the values redacted from everything a step's output
 	// feeds: the pod log, the stderr tail the failure summary is built
 	// from, a captured stdout that is logged, and onLine. Only a
