@@ -131,12 +131,13 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		return nil, Wiring{}, err
 	}
 	if err := terraformmachinetemplate.Setup(ctx, mgr, terraformmachinetemplate.Options{
-		WatchFilter:        o.WatchFilter,
-		Concurrency:        o.TerraformMachineTemplateConcurrency,
-		Live:               w.Live,
-		Recorder:           w.Recorder,
-		InsecureRegistries: o.InsecureRegistries,
-		UserAgent:          "captf-manager/" + BuildVersion(),
+		WatchFilter:            o.WatchFilter,
+		Concurrency:            o.TerraformMachineTemplateConcurrency,
+		Live:                   w.Live,
+		Recorder:               w.Recorder,
+		InsecureRegistries:     o.InsecureRegistries,
+		AllowPrivateRegistries: o.AllowPrivateRegistries,
+		UserAgent:              "captf-manager/" + BuildVersion(),
 	}); err != nil {
 		return nil, Wiring{}, err
 	}

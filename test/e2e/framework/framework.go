@@ -196,6 +196,8 @@ func ManagerOptions(runnerImage string) setup.Options {
 	o.HealthAddr = "0"
 	o.SkipControllerNameValidation = true
 	o.InsecureRegistries = true
+	// The local environment's registry is on loopback.
+	o.AllowPrivateRegistries = true
 	return o
 }
 
