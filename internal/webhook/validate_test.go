@@ -524,3 +524,107 @@ func fillVariables(s string) string {
 		s = s[i+j+1:]
 	}
 }
+
+// bookExamples are the complete Terraform* objects the book shows (Your
+// First Module, Module Variables, Identities and Credentials, Machine
+// Pools); every one is accepted.
+var bookExamples = []string{`
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: TerraformMachineTemplate
+metadata:
+  name: first-module
+  namespace: default
+spec:
+  template:
+    spec:
+      source:
+        image: registry.example.com/acme/machine:v1.0.0
+`, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: TerraformMachineTemplate
+metadata:
+  name: workers-large
+spec:
+  template:
+    spec:
+      source:
+        image: ghcr.io/example/aws-machine:v1.4.0
+      variables:
+        instance_type: m6i.xlarge
+        root_volume_gib: 100
+        subnet_ids: [subnet-0a1, subnet-0b2]
+      variablesFrom:
+      - configMapRef:
+          name: aws-sizing
+      - secretRef:
+          name: db-credentials
+        format: JSON
+      - configMapRef:
+          name: team-overrides
+        optional: true
+`, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: TerraformClusterIdentity
+metadata:
+  name: aws-prod
+spec:
+  secretRef:
+    name: aws-prod
+    namespace: captf-credentials
+  allowedNamespaces:
+    list:
+      - team-a
+`, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: TerraformMachinePool
+metadata:
+  name: my-cluster-workers
+  namespace: team-a
+  labels:
+    cluster.x-k8s.io/cluster-name: my-cluster
+spec:
+  source:
+    image: ghcr.io/example/machinepool-module:v0.1.0
+  identityRef:
+    name: aws-prod
+  membershipRefreshIntervalSeconds: 30
+  drift:
+    intervalSeconds: 900
+    action: Remediate
+`, `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: TerraformMachine
+metadata:
+  name: m
+  namespace: team-a
+spec:
+  source:
+    image: ghcr.io/example/aws-machine:v1.4.0
+  drift:
+    intervalSeconds: 900
+  remediation:
+    annotateMachine: true
+    unhealthyThreshold: 5
+    healthCheckIntervalSeconds: 120
+`}
+
+func TestBookExamplesAreAccepted(t *testing.T) {
+	for _, doc := range bookExamples {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatal(err)
+		}
+		obj := map[string]any{
+			"TerraformMachineTemplate": &infrav1.TerraformMachineTemplate{},
+			"TerraformClusterIdentity": &infrav1.TerraformClusterIdentity{},
+			"TerraformMachinePool":     &infrav1.TerraformMachinePool{},
+			"TerraformMachine":         &infrav1.TerraformMachine{},
+		}[tm.Kind]
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("%s: %v", tm.Kind, err)
+		}
+		if err := create(obj); err != nil {
+			t.Errorf("the book's %s example is refused: %v", tm.Kind, err)
+		}
+	}
+}
