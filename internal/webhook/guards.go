@@ -35,7 +35,7 @@ func (*Machine) ValidateCreate(_ context.Context, obj *infrav1.TerraformMachine)
 
 // ValidateUpdate implements admission.Validator.
 func (*Machine) ValidateUpdate(_ context.Context, old, obj *infrav1.TerraformMachine) (admission.Warnings, error) {
-	errs := ValidateMachineSpec(field.NewPath("spec"), &obj.Spec)
+	errs := ratchet(ValidateMachineSpec(field.NewPath("spec"), &old.Spec), ValidateMachineSpec(field.NewPath("spec"), &obj.Spec))
 	errs = append(errs, ValidateMachineUpdate(old, obj)...)
 	return nil, invalid("TerraformMachine", obj.Name, errs)
 }
@@ -149,7 +149,7 @@ func (i *Identity) ValidateCreate(ctx context.Context, obj *infrav1.TerraformClu
 // ValidateUpdate implements admission.Validator. Only a secretRef change is
 // re-checked against the requester's access (allowedNamespaces is not).
 func (i *Identity) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
-	if err := invalid("TerraformClusterIdentity", obj.Name, ValidateIdentitySpec(&obj.Spec)); err != nil {
+	if err := invalid("TerraformClusterIdentity", obj.Name, ratchet(ValidateIdentitySpec(&old.Spec), ValidateIdentitySpec(&obj.Spec))); err != nil {
 		return nil, err
 	}
 	if old.Spec.SecretRef == obj.Spec.SecretRef {

@@ -86,7 +86,7 @@ func (Cluster) ValidateCreate(_ context.Context, obj *infrav1.TerraformCluster) 
 
 // ValidateUpdate implements admission.Validator.
 func (Cluster) ValidateUpdate(_ context.Context, old, obj *infrav1.TerraformCluster) (admission.Warnings, error) {
-	errs := ValidateClusterSpec(field.NewPath("spec"), &obj.Spec, false)
+	errs := ratchet(ValidateClusterSpec(field.NewPath("spec"), &old.Spec, false), ValidateClusterSpec(field.NewPath("spec"), &obj.Spec, false))
 	errs = append(errs, ValidateClusterUpdate(old, obj)...)
 	return nil, invalid("TerraformCluster", obj.Name, errs)
 }
@@ -105,8 +105,8 @@ func (MachinePool) ValidateCreate(_ context.Context, obj *infrav1.TerraformMachi
 }
 
 // ValidateUpdate implements admission.Validator.
-func (MachinePool) ValidateUpdate(_ context.Context, _, obj *infrav1.TerraformMachinePool) (admission.Warnings, error) {
-	return nil, invalid("TerraformMachinePool", obj.Name, ValidateMachinePoolSpec(field.NewPath("spec"), &obj.Spec))
+func (MachinePool) ValidateUpdate(_ context.Context, old, obj *infrav1.TerraformMachinePool) (admission.Warnings, error) {
+	return nil, invalid("TerraformMachinePool", obj.Name, ratchet(ValidateMachinePoolSpec(field.NewPath("spec"), &old.Spec), ValidateMachinePoolSpec(field.NewPath("spec"), &obj.Spec)))
 }
 
 // ValidateDelete implements admission.Validator.
@@ -141,7 +141,7 @@ func (ClusterTemplate) ValidateCreate(_ context.Context, obj *infrav1.TerraformC
 
 // ValidateUpdate implements admission.Validator.
 func (ClusterTemplate) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformClusterTemplate) (admission.Warnings, error) {
-	errs := ValidateClusterSpec(templatePath, &obj.Spec.Template.Spec, true)
+	errs := ratchet(ValidateClusterSpec(templatePath, &old.Spec.Template.Spec, true), ValidateClusterSpec(templatePath, &obj.Spec.Template.Spec, true))
 	errs = append(errs, templateImmutable(ctx, obj, templateSpecChanged(old.Spec.Template.Spec, obj.Spec.Template.Spec))...)
 	return nil, invalid("TerraformClusterTemplate", obj.Name, errs)
 }
@@ -161,7 +161,7 @@ func (MachineTemplate) ValidateCreate(_ context.Context, obj *infrav1.TerraformM
 
 // ValidateUpdate implements admission.Validator.
 func (MachineTemplate) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformMachineTemplate) (admission.Warnings, error) {
-	errs := ValidateMachineSpec(templatePath, &obj.Spec.Template.Spec)
+	errs := ratchet(ValidateMachineSpec(templatePath, &old.Spec.Template.Spec), ValidateMachineSpec(templatePath, &obj.Spec.Template.Spec))
 	errs = append(errs, templateImmutable(ctx, obj, templateSpecChanged(old.Spec.Template.Spec, obj.Spec.Template.Spec))...)
 	return nil, invalid("TerraformMachineTemplate", obj.Name, errs)
 }
@@ -181,7 +181,7 @@ func (MachinePoolTemplate) ValidateCreate(_ context.Context, obj *infrav1.Terraf
 
 // ValidateUpdate implements admission.Validator.
 func (MachinePoolTemplate) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformMachinePoolTemplate) (admission.Warnings, error) {
-	errs := ValidateMachinePoolSpec(templatePath, &obj.Spec.Template.Spec)
+	errs := ratchet(ValidateMachinePoolSpec(templatePath, &old.Spec.Template.Spec), ValidateMachinePoolSpec(templatePath, &obj.Spec.Template.Spec))
 	errs = append(errs, templateImmutable(ctx, obj, templateSpecChanged(old.Spec.Template.Spec, obj.Spec.Template.Spec))...)
 	return nil, invalid("TerraformMachinePoolTemplate", obj.Name, errs)
 }

@@ -381,6 +381,29 @@ func ValidateIdentitySpec(s *infrav1.TerraformClusterIdentitySpec) field.ErrorLi
 	return errs
 }
 
+// ratchet drops from errs the problems old already had (same field, same
+// kind of problem, same value): an update is refused only for what it makes worse, so
+// an object stored before a rule existed can still have its finalizer
+// removed, its status-like spec fields set by the controller, or its
+// mutable fields fixed one at a time.
+func ratchet(old, errs field.ErrorList) field.ErrorList {
+	if len(errs) == 0 || len(old) == 0 {
+		return errs
+	}
+	key := func(e *field.Error) string { return fmt.Sprintf("%s %s %v", e.Type, e.Field, e.BadValue) }
+	had := make(map[string]bool, len(old))
+	for _, e := range old {
+		had[key(e)] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !had[key(e)] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // templateSpecChanged reports whether a template's spec.template.spec
 // changed// (metadata stays mutable), comparing JSON values by value.
 func templateSpecChanged(old, cur any) bool {

@@ -628,3 +628,36 @@ func TestBookExamplesAreAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatesRatchet: an object stored before a rule existed can still be
+// updated (its finalizer removed, a mutable field changed) as long as the
+// update adds no problem; a new problem is refused.
+func TestUpdatesRatchet(t *testing.T) {
+	ctx := context.Background()
+	legacy := tm(func(s *infrav1.TerraformMachineSpec) {
+		s.Variables = map[string]apiextensionsv1.JSON{"machine_name": raw(`"x"`)}
+	})
+	done := legacy.DeepCopy()
+	done.Finalizers = nil
+	done.Spec.Drift = &infrav1.MachineDriftPolicy{IntervalSeconds: ptr.To[int32](0)}
+	if _, err := (&Machine{}).ValidateUpdate(ctx, legacy, done); err != nil {
+		t.Fatalf("an update that adds no problem was refused: %v", err)
+	}
+	worse := legacy.DeepCopy()
+	worse.Spec.Jobs = jobs(infrav1.JobPolicy{ServiceAccountName: "Bad_Name"})
+	if _, err := (&Machine{}).ValidateUpdate(ctx, legacy, worse); err == nil || !strings.Contains(err.Error(), "spec.jobs.serviceAccountName:") {
+		t.Fatalf("a new problem was not refused: %v", err)
+	}
+
+	pool := tmp(func(s *infrav1.TerraformMachinePoolSpec) { s.Source.Image = "legacy image" })
+	fixed := pool.DeepCopy()
+	fixed.Spec.Drift = &infrav1.MachinePoolDriftPolicy{IntervalSeconds: ptr.To[int32](60)}
+	if _, err := (MachinePool{}).ValidateUpdate(ctx, pool, fixed); err != nil {
+		t.Fatalf("an update that keeps a stored image was refused: %v", err)
+	}
+	other := pool.DeepCopy()
+	other.Spec.Source.Image = "another bad image"
+	if _, err := (MachinePool{}).ValidateUpdate(ctx, pool, other); err == nil || !strings.Contains(err.Error(), "spec.source.image:") {
+		t.Fatalf("a new invalid image was not refused: %v", err)
+	}
+}
