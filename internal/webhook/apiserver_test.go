@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,6 +167,19 @@ func refused(t *testing.T, err error, want string) {
 	}
 }
 
+// update reads obj afresh, applies change and updates it, again on a
+// conflict (the manager's controllers write the same objects: finalizers,
+// status).
+func update(c client.Client, obj client.Object, change func(), opts ...client.UpdateOption) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(context.Background(), obj, opts...)
+	})
+}
+
 func image(s string) infrav1.SourceSpec {
 	return infrav1.SourceSpec{Image: "registry.example/captf/" + s + ":v1"}
 }
@@ -205,13 +219,8 @@ func TestRefusedThroughAdmission(t *testing.T) {
 			Spec: infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: image("m"),
 				Variables: map[string]apiextensionsv1.JSON{"size": {Raw: []byte(`"small"`)}}}}}
 		mustCreate(t, c, tm)
-		tm.Spec.Variables["size"] = apiextensionsv1.JSON{Raw: []byte(`"large"`)}
-		refused(t, c.Update(ctx, tm), "spec.variables")
-		if err := c.Get(ctx, client.ObjectKeyFromObject(tm), tm); err != nil {
-			t.Fatal(err)
-		}
-		tm.Spec.Drift = &infrav1.MachineDriftPolicy{IntervalSeconds: ptr.To[int32](0)}
-		if err := c.Update(ctx, tm); err != nil {
+		refused(t, update(c, tm, func() { tm.Spec.Variables["size"] = apiextensionsv1.JSON{Raw: []byte(`"large"`)} }), "spec.variables")
+		if err := update(c, tm, func() { tm.Spec.Drift = &infrav1.MachineDriftPolicy{IntervalSeconds: ptr.To[int32](0)} }); err != nil {
 			t.Fatalf("drift is mutable, yet: %v", err)
 		}
 	})
@@ -223,27 +232,31 @@ func TestRefusedThroughAdmission(t *testing.T) {
 // topology.cluster.x-k8s.io/dry-run) passes; metadata stays mutable.
 func TestTemplateImmutableExceptClusterClassDryRun(t *testing.T) {
 	c := adminClient(t)
-	ctx := context.Background()
 	mustCreate(t, c, ns("templates"))
 	tmt := &infrav1.TerraformMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: "templates"}}
 	tmt.Spec.Template.Spec.Source = image("m")
 	mustCreate(t, c, tmt)
 
-	changed := tmt.DeepCopy()
-	changed.Spec.Template.Spec.Source = image("m2")
-	refused(t, c.Update(ctx, changed), "spec.template.spec")
+	o := tmt.DeepCopy()
+	refused(t, update(c, o, func() { o.Spec.Template.Spec.Source = image("m2") }), "spec.template.spec")
 
-	dry := changed.DeepCopy()
-	dry.Annotations = map[string]string{clusterv1.TopologyDryRunAnnotation: ""}
-	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
+	dry := tmt.DeepCopy()
+	err := update(c, dry, func() {
+		dry.Spec.Template.Spec.Source = image("m2")
+		dry.Annotations = map[string]string{clusterv1.TopologyDryRunAnnotation: ""}
+	}, client.DryRunAll)
+	if err != nil {
 		t.Fatalf("the ClusterClass dry-run was refused: %v", err)
 	}
 	// Not a dry-run, though annotated: refused.
-	refused(t, c.Update(ctx, dry.DeepCopy()), "spec.template.spec")
+	annotated := tmt.DeepCopy()
+	refused(t, update(c, annotated, func() {
+		annotated.Spec.Template.Spec.Source = image("m2")
+		annotated.Annotations = map[string]string{clusterv1.TopologyDryRunAnnotation: ""}
+	}), "spec.template.spec")
 
-	meta := tmt.DeepCopy()
-	meta.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"}
-	if err := c.Update(ctx, meta); err != nil {
+	labelled := tmt.DeepCopy()
+	if err := update(c, labelled, func() { labelled.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"} }); err != nil {
 		t.Fatalf("spec.template.metadata is mutable, yet: %v", err)
 	}
 }
@@ -301,18 +314,10 @@ func TestIdentitySubjectAccessReview(t *testing.T) {
 		}
 	})
 	t.Run("repointing at a Secret the user cannot get is refused", func(t *testing.T) {
-		own := &infrav1.TerraformClusterIdentity{}
-		if err := alice.Get(ctx, client.ObjectKey{Name: "alice-own"}, own); err != nil {
-			t.Fatal(err)
-		}
-		own.Spec.SecretRef = infrav1.SecretReference{Namespace: "kube-system", Name: "cloud-root"}
-		refused(t, alice.Update(ctx, own), "spec.secretRef")
+		own := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "alice-own"}}
+		refused(t, update(alice, own, func() { own.Spec.SecretRef = infrav1.SecretReference{Namespace: "kube-system", Name: "cloud-root"} }), "spec.secretRef")
 		// Other changes are not re-checked.
-		if err := alice.Get(ctx, client.ObjectKey{Name: "alice-own"}, own); err != nil {
-			t.Fatal(err)
-		}
-		own.Spec.AllowedNamespaces.List = append(own.Spec.AllowedNamespaces.List, "other")
-		if err := alice.Update(ctx, own); err != nil {
+		if err := update(alice, own, func() { own.Spec.AllowedNamespaces.List = append(own.Spec.AllowedNamespaces.List, "other") }); err != nil {
 			t.Fatalf("an allowedNamespaces change was refused: %v", err)
 		}
 	})
