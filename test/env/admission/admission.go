@@ -11,6 +11,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -110,6 +111,28 @@ func WaitServer(ctx context.Context, srv webhook.Server, name string) error {
 		case <-ctx.Done():
 			return fmt.Errorf("the %s webhook server did not start", name)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitTLS waits until a webhook server in another process answers TLS on
+// 127.0.0.1:port with a certificate signed by the CA in caPEM.
+func WaitTLS(ctx context.Context, port int, caPEM []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("no CA certificate to check the webhook server against")
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	d := &tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no webhook server answered TLS on %s: %w", addr, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
