@@ -37,10 +37,11 @@ dev: ## Start the local environment and keep it running until Ctrl-C.
 ##@ Development
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs and RBAC from the API types and markers.
+generate: ## Regenerate deepcopy, CRDs, RBAC and the webhook configuration from the API types and markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=captf-manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./internal/webhook/... output:webhook:artifacts:config=config/webhook
 	go run ./hack/docsgen
 
 .PHONY: manifests

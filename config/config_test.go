@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -184,6 +185,7 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 	objs := decode(t, render(t, filepath.Join(root, "config", "default")))
 	got := labelledKeys(t, objs)
 	want := []string{
+		"Certificate captf-system/captf-serving-cert",
 		"ClusterRole captf-manager-role",
 		"ClusterRole captf-runner",
 		"ClusterRoleBinding captf-manager-rolebinding",
@@ -195,10 +197,13 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 		"CustomResourceDefinition terraformmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
 		"Deployment captf-system/captf-controller-manager",
+		"Issuer captf-system/captf-selfsigned-issuer",
 		"Namespace captf-system",
 		"Role captf-system/captf-leader-election-role",
 		"RoleBinding captf-system/captf-leader-election-rolebinding",
+		"Service captf-system/captf-webhook-service",
 		"ServiceAccount captf-system/captf-controller-manager",
+		"ValidatingWebhookConfiguration captf-validating-webhook-configuration",
 	}
 	sameKeys(t, "rendered objects", got, want)
 
@@ -324,7 +329,7 @@ func apply(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
 	}
 	for _, pass := range []bool{true, false} {
 		for _, u := range objs {
-			if first(u) != pass {
+			if first(u) != pass || servedOnly(u) {
 				continue
 			}
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("captf-config-test"), client.ForceOwnership); err != nil {
@@ -335,6 +340,18 @@ func apply(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
 			waitForCRDs(t, c)
 		}
 	}
+}
+
+// servedOnly are the objects the test API server cannot take: cert-manager's
+// kinds (no cert-manager there) and the webhook configuration, whose Service
+// has no manager behind it (failurePolicy Fail would refuse every write).
+// TestWebhookConfiguration checks them as rendered.
+func servedOnly(u *unstructured.Unstructured) bool {
+	switch u.GetKind() {
+	case "Certificate", "Issuer", "ValidatingWebhookConfiguration":
+		return true
+	}
+	return false
 }
 
 func waitForCRDs(t *testing.T, c client.Client) {
@@ -464,6 +481,8 @@ func TestManagerRunsWithTheShippedRBAC(t *testing.T) {
 	}
 	o := setup.DefaultOptions()
 	o.RunnerImage = releaseImage
+	// No webhook server: nothing routes admission to it here.
+	o.WebhookPort = 0
 	o.LeaderElect = true
 	o.LeaderElectionNamespace = "captf-system"
 	o.DiagnosticsAddress = "0"
@@ -705,5 +724,103 @@ func TestPrometheusComponent(t *testing.T) {
 		if res.Status.Allowed != q.allowed {
 			t.Errorf("Prometheus %s %s: allowed %v, want %v", q.verb, q.path, res.Status.Allowed, q.allowed)
 		}
+	}
+}
+
+// TestWebhookConfiguration checks the rendered admission objects against
+// reference-facts §10.4: one rule per kind, failurePolicy Fail, no
+// namespaceSelector, status not covered, DELETE validated for
+// TerraformClusterIdentity and TerraformMachine only, Service 443 → the
+// manager's webhook-server port, and a cert-manager Certificate from the
+// self-signed Issuer whose CA is injected into the configuration.
+func TestWebhookConfiguration(t *testing.T) {
+	objs := decode(t, render(t, filepath.Join(root, "config", "default")))
+	byKey := map[string]*unstructured.Unstructured{}
+	for _, u := range objs {
+		byKey[key(u)] = u
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	u := byKey["ValidatingWebhookConfiguration captf-validating-webhook-configuration"]
+	if u == nil {
+		t.Fatal("captf-validating-webhook-configuration is not rendered")
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vwc); err != nil {
+		t.Fatal(err)
+	}
+	if got := vwc.Annotations["cert-manager.io/inject-ca-from"]; got != "captf-system/captf-serving-cert" {
+		t.Errorf("inject-ca-from = %q", got)
+	}
+	kinds := map[string][]admissionregistrationv1.OperationType{}
+	for _, w := range vwc.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
+			t.Errorf("%s: failurePolicy is not Fail", w.Name)
+		}
+		if w.NamespaceSelector != nil && (len(w.NamespaceSelector.MatchLabels) > 0 || len(w.NamespaceSelector.MatchExpressions) > 0) {
+			t.Errorf("%s: has a namespaceSelector", w.Name)
+		}
+		svc := w.ClientConfig.Service
+		if svc == nil || svc.Name != "captf-webhook-service" || svc.Namespace != "captf-system" || svc.Path == nil {
+			t.Errorf("%s: clientConfig %+v", w.Name, w.ClientConfig)
+		}
+		if len(w.Rules) != 1 || len(w.Rules[0].Resources) != 1 {
+			t.Fatalf("%s: want one rule for one resource, got %+v", w.Name, w.Rules)
+		}
+		r := w.Rules[0].Resources[0]
+		if strings.Contains(r, "/") {
+			t.Errorf("%s covers a subresource %s", w.Name, r)
+		}
+		kinds[r] = w.Rules[0].Operations
+	}
+	for _, r := range []string{"terraformclusters", "terraformclustertemplates", "terraformmachines", "terraformmachinetemplates",
+		"terraformmachinepools", "terraformmachinepooltemplates", "terraformclusteridentities"} {
+		ops, ok := kinds[r]
+		if !ok {
+			t.Errorf("no webhook for %s", r)
+			continue
+		}
+		wantDelete := r == "terraformmachines" || r == "terraformclusteridentities"
+		if slices.Contains(ops, admissionregistrationv1.Delete) != wantDelete {
+			t.Errorf("%s: operations %v (DELETE validated: want %v)", r, ops, wantDelete)
+		}
+	}
+	if len(kinds) != 7 {
+		t.Errorf("%d webhooks, want one per kind (7)", len(kinds))
+	}
+	svc := byKey["Service captf-system/captf-webhook-service"]
+	if svc == nil {
+		t.Fatal("no captf-webhook-service")
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(ports) != 1 || fmt.Sprint(ports[0].(map[string]any)["port"]) != "443" || ports[0].(map[string]any)["targetPort"] != "webhook-server" {
+		t.Errorf("Service ports %v, want 443 → webhook-server", ports)
+	}
+	cert := byKey["Certificate captf-system/captf-serving-cert"]
+	if cert == nil {
+		t.Fatal("no captf-serving-cert")
+	}
+	if n, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); n != "captf-selfsigned-issuer" {
+		t.Errorf("Certificate issuer %q", n)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	d := deployment(t, objs)
+	mounted := false
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+				mounted = mounted || (m.Name == v.Name && m.MountPath == strings.TrimSuffix(setup.DefaultOptions().WebhookCertDir, "/"))
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("the manager does not mount Secret %s at its --webhook-cert-dir", secret)
+	}
+	var port int32
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "webhook-server" {
+			port = p.ContainerPort
+		}
+	}
+	if int(port) != setup.DefaultOptions().WebhookPort {
+		t.Errorf("webhook-server port %d, want %d", port, setup.DefaultOptions().WebhookPort)
 	}
 }

@@ -154,7 +154,7 @@ func render(pkg *apiPackage) ([]byte, error) {
 	b.WriteString("- **Field** is the field's name in YAML or JSON. A field inlined from an embedded struct says so at the end of its description; its type has its own section too.\n")
 	b.WriteString("- **Type** links to the type's section below, or to the Go documentation of a Kubernetes or Cluster API type.\n")
 	b.WriteString("- **Required** says whether the API server accepts an object without the field.\n")
-	b.WriteString("- **Validation** lists what the API server enforces on the field: bounds, lengths, item counts, allowed values, patterns, list semantics, and CEL rules with the message a rejected write reports. The admission webhook checks more (names of module variables, immutability, identity access); see the kind's page in the book.\n")
+	b.WriteString("- **Validation** lists what the API server enforces on the field: bounds, lengths, item counts, allowed values, patterns, list semantics, and CEL rules with the message a rejected write reports. The admission webhooks check more (image reference syntax, names of module variables, jobs isolation, immutability, identity access, delete guards); see [Admission](admission.md).\n")
 	if anyDefault {
 		b.WriteString("- **Default** is the value the API server writes when the field is left out. Other defaults, named in the description, are resolved by CAPTF when it reconciles and never written back.\n")
 	} else {

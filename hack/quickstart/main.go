@@ -110,14 +110,18 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 		return 1
 	}
 	fmt.Printf("Images: runner %s, no-op modules %s, %s, %s\n", imgs.Runner, imgs.Cluster, imgs.Machine, imgs.MachinePool)
+	c, err := client.New(e.Config, client.Options{Scheme: setup.NewScheme()})
+	if err != nil {
+		return fail(err)
+	}
+	// What is applied goes through CAPTF's admission webhooks.
+	if err := framework.WaitForWebhooks(ctx, c, 2*time.Minute); err != nil {
+		return fail(err)
+	}
 	if dev {
 		fmt.Println("The environment and the manager run; KUBECONFIG=" + e.KubeconfigPath + ". Ctrl-C stops them.")
 		<-ctx.Done()
 		return 0
-	}
-	c, err := client.New(e.Config, client.Options{Scheme: setup.NewScheme()})
-	if err != nil {
-		return fail(err)
 	}
 	q := framework.QuickStart{Root: root, Client: c, Images: imgs, Namespace: "team-a", Cluster: "my-cluster"}
 	fmt.Println("Applying the identity aws-prod and Cluster my-cluster (one control-plane machine, no workers) in namespace team-a...")

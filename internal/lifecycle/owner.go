@@ -12,6 +12,7 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
 // LookupCluster finds a machine's or pool's Cluster, by the object's
@@ -52,47 +53,14 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 	return nil, nil
 }
 
-// BackReference applies the owner checks of the Security Model ("Owner
-// references are checked against the owner") to obj and its Cluster API
-// owner: the owner's infrastructure reference names obj (apiGroup, kind
-// and name), the ownerReferences entry's UID, when it carries one, is the
-// owner's, and obj's cluster-name label, when set, is the owner's cluster.
-// It returns the failed check as a DependenciesReady=False/OwnerMismatch
-// wait, or nil.
-func BackReference(obj infrav1.Workload, owner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) *Wait {
-	kind := string(obj.GetWorkloadKind())
-	ownerKind := owner.GetObjectKind().GroupVersionKind().Kind
-	if ownerKind == "" {
-		ownerKind = ownerKindOf(owner)
-	}
-	mismatch := func(msg string) *Wait {
+// BackReference applies the Security Model's owner checks
+// (owner.CheckBackReference) to obj and its Cluster API owner, and returns
+// a failed check as a DependenciesReady=False/OwnerMismatch wait, or nil.
+func BackReference(obj infrav1.Workload, capiOwner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) *Wait {
+	if msg := owner.CheckBackReference(obj, capiOwner, ref, ownerCluster); msg != "" {
 		return &Wait{Reason: infrav1.OwnerMismatchReason, False: true, Message: msg}
 	}
-	if ref.Kind != kind || ref.Name != obj.GetName() || ref.APIGroup != infrav1.GroupVersion.Group {
-		return mismatch(fmt.Sprintf("%s %s does not reference this %s in its infrastructureRef (apiGroup %s, kind %s, name %s)",
-			ownerKind, owner.GetName(), kind, infrav1.GroupVersion.Group, kind, obj.GetName()))
-	}
-	for _, o := range obj.GetOwnerReferences() {
-		if o.Kind == ownerKind && o.Name == owner.GetName() && o.UID != "" && o.UID != owner.GetUID() {
-			return mismatch(fmt.Sprintf("the owner reference to %s %s carries another UID", ownerKind, owner.GetName()))
-		}
-	}
-	if l := obj.GetLabels()[clusterv1.ClusterNameLabel]; l != "" && l != ownerCluster {
-		return mismatch(fmt.Sprintf("the %s label names %s, not %s %s's cluster %s", clusterv1.ClusterNameLabel, l, ownerKind, owner.GetName(), ownerCluster))
-	}
 	return nil
-}
-
-func ownerKindOf(owner client.Object) string {
-	switch owner.(type) {
-	case *clusterv1.Cluster:
-		return "Cluster"
-	case *clusterv1.Machine:
-		return "Machine"
-	case *clusterv1.MachinePool:
-		return "MachinePool"
-	}
-	return "owner"
 }
 
 // SyncRemediation keeps cluster.x-k8s.io/remediate-machine on the Machine

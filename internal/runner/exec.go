@@ -80,11 +80,17 @@ func (o stepOutcome) accepted(spec stepSpec) bool {
 // working directory and the rewritten environment, forwarding a stop
 // request (SIGTERM) to the runtime process only.
 type executor struct {
-	bin         []string
-	dir         string
-	env         []string
-	stdout      io.Writer
-	stderr      io.Writer
+	bin    []string
+	dir    string
+	env    []string
+	stdout io.Writer
+	stderr io.Writer
+	// sensitive are the values redacted from everything a step's output
+	// feeds: the pod log, the stderr tail the failure summary is built
+	// from, a captured stdout that is logged, and onLine. Only a
+	// capture-only stdout (show -json, never logged, parsed for the plan)
+	// is kept raw.
+	sensitive   []string
 	stopTimeout time.Duration
 	// stop is closed when the runner receives SIGTERM or SIGINT.
 	stop <-chan struct{}
@@ -117,26 +123,34 @@ func (e *executor) run(spec stepSpec) stepOutcome {
 		WaitDelay: 5 * time.Second,
 	}
 
+	// The tail sits behind the redactor: the failure summary, and so status
+	// and events, are built only from output that has been redacted.
 	tail := &tailBuffer{limit: stderrTailBytes}
-	cmd.Stderr = io.MultiWriter(e.stderr, tail)
+	stderr := newRedactor(io.MultiWriter(e.stderr, tail), e.sensitive)
+	cmd.Stderr = stderr
 	var captured *cappedBuffer
 	var lines *lineWriter
-	var outs []io.Writer
+	var redacted, raw []io.Writer
 	switch spec.stdout {
 	case stdoutLog:
-		outs = append(outs, e.stdout)
+		redacted = append(redacted, e.stdout)
 	case stdoutLogAndCapture:
 		captured = &cappedBuffer{limit: maxCaptureBytes}
-		outs = append(outs, e.stdout, captured)
+		redacted = append(redacted, e.stdout, captured)
 	case stdoutCaptureOnly:
 		captured = &cappedBuffer{limit: maxCaptureBytes}
-		outs = append(outs, captured)
+		raw = append(raw, captured)
 	}
 	if spec.onLine != nil {
 		lines = &lineWriter{fn: spec.onLine}
-		outs = append(outs, lines)
+		redacted = append(redacted, lines)
 	}
-	cmd.Stdout = io.MultiWriter(outs...)
+	var stdout io.Writer
+	if len(redacted) > 0 {
+		stdout = newRedactor(io.MultiWriter(redacted...), e.sensitive)
+		raw = append(raw, stdout)
+	}
+	cmd.Stdout = io.MultiWriter(raw...)
 
 	klog.InfoS("Step started", "step", spec.name, "args", spec.args)
 	start := time.Now()
@@ -171,6 +185,10 @@ wait:
 			_ = cmd.Process.Kill()
 		}
 	}
+	if stdout != nil {
+		flush(stdout)
+	}
+	flush(stderr)
 	if lines != nil {
 		lines.flush()
 	}

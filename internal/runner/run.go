@@ -216,8 +216,7 @@ func (r *runState) prepare() error {
 		if err != nil {
 			return &PrepareError{fmt.Errorf("reading the sensitive values of the generated root: %w", err)}
 		}
-		r.ex.stdout = newRedactor(r.ex.stdout, values)
-		r.ex.stderr = newRedactor(r.ex.stderr, values)
+		r.ex.sensitive = values
 	}
 	r.ex.dir = root
 	r.ex.env = env.Env

@@ -80,6 +80,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		RetryPeriod:                   ptr.To(o.LeaderElectRetryPeriod),
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:     o.WebhookHost,
 			Port:     o.WebhookPort,
 			CertDir:  o.WebhookCertDir,
 			CertName: o.WebhookCertName,
@@ -130,12 +131,13 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		return nil, Wiring{}, err
 	}
 	if err := terraformmachinetemplate.Setup(ctx, mgr, terraformmachinetemplate.Options{
-		WatchFilter:        o.WatchFilter,
-		Concurrency:        o.TerraformMachineTemplateConcurrency,
-		Live:               w.Live,
-		Recorder:           w.Recorder,
-		InsecureRegistries: o.InsecureRegistries,
-		UserAgent:          "captf-manager/" + BuildVersion(),
+		WatchFilter:            o.WatchFilter,
+		Concurrency:            o.TerraformMachineTemplateConcurrency,
+		Live:                   w.Live,
+		Recorder:               w.Recorder,
+		InsecureRegistries:     o.InsecureRegistries,
+		AllowPrivateRegistries: o.AllowPrivateRegistries,
+		UserAgent:              "captf-manager/" + BuildVersion(),
 	}); err != nil {
 		return nil, Wiring{}, err
 	}

@@ -102,6 +102,9 @@ func testOptions(t *testing.T) Options {
 	o.HealthAddr = freeAddr(t)
 	o.SyncPeriod = 2 * time.Second
 	o.SkipControllerNameValidation = true
+	// The webhooks are served and tested through an API server in
+	// internal/webhook; these tests route no admission to the manager.
+	o.WebhookPort = 0
 	o.Logger = zap.New(zap.UseDevMode(true), zap.WriteTo(envtest.TestLog(t)))
 	return o
 }

@@ -90,6 +90,9 @@ type Options struct {
 	ProfilerAddress string
 
 	// Webhook server (started only when a webhook is registered).
+	// WebhookHost is the address it binds ("" = every interface; in-process
+	// callers such as the local environment bind 127.0.0.1); it has no flag.
+	WebhookHost     string
 	WebhookPort     int
 	WebhookCertDir  string
 	WebhookCertName string
@@ -99,6 +102,12 @@ type Options struct {
 	TLSMinVersion       string
 	TLSCipherSuites     []string
 	TLSCurvePreferences []int32
+
+	// AllowPrivateRegistries lets TerraformMachineTemplate image inspection
+	// reach registries on loopback, private and link-local addresses
+	// (refused by default: the image is chosen by whoever creates the
+	// template).
+	AllowPrivateRegistries bool
 
 	// Kubeconfig is read by Command only (out-of-cluster use).
 	Kubeconfig string
@@ -194,6 +203,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"minimum TLS version of the webhook and diagnostics servers; possible values: "+joinComma(cliflag.TLSPossibleVersions()))
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", o.ProfilerAddress, "address of an unauthenticated pprof server (default off)")
+	fs.BoolVar(&o.AllowPrivateRegistries, "allow-private-registries", o.AllowPrivateRegistries,
+		"let TerraformMachineTemplate image inspection reach registries on loopback, private and link-local addresses")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file, out of cluster only (also $KUBECONFIG)")
 }
 

@@ -7,6 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	captfwebhook "github.com/captf-io/cluster-api-provider-terraform/internal/webhook"
 )
 
 // Wiring is what New hands each controller and webhook setup besides the
@@ -38,4 +40,8 @@ type Webhook func(mgr ctrl.Manager, w Wiring) error
 // Webhooks are the validating webhooks New registers when
 // Options.WebhookPort is not 0; the webhook server starts (and readiness
 // waits for it) only when there is at least one.
-var Webhooks []Webhook
+var Webhooks = []Webhook{
+	// The seven kinds' validators; the delete guards read live, so they see
+	// every namespace whatever --namespace caches.
+	func(mgr ctrl.Manager, w Wiring) error { return captfwebhook.Setup(mgr, w.Live) },
+}

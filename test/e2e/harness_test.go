@@ -165,7 +165,8 @@ func startShared() error {
 	mctx, stop := context.WithCancel(context.Background())
 	shared.stop, shared.done = stop, make(chan error, 1)
 	go func() { shared.done <- framework.RunCountedManager(mctx, e, o, shared.writes) }()
-	return nil
+	// Every scenario's writes go through CAPTF's admission webhooks.
+	return framework.WaitForWebhooks(ctx, shared.c, 2*time.Minute)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.

@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,11 +106,15 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 	}
 	before := applies()
 	mp := &clusterv1.MachinePool{}
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster-workers"}, mp); err != nil {
-		t.Fatal(err)
-	}
-	mp.Spec.Replicas = ptr.To[int32](5)
-	if err := w.c.Update(ctx, mp); err != nil {
+	// Cluster API's controllers write the MachinePool too: retry on a
+	// conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster-workers"}, mp); err != nil {
+			return err
+		}
+		mp.Spec.Replicas = ptr.To[int32](5)
+		return w.c.Update(ctx, mp)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	w.eventually(ctx, 5*time.Minute, "the pool to re-apply with 5 replicas", poolHas(5))

@@ -44,6 +44,7 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 		defer wg.Done()
 		o := managerOptions(w.images.Runner)
 		o.Namespace = ns
+		o.WebhookPort = 0 // the shared manager serves the webhooks
 		err := framework.RunObservedManager(second, w.e, o, framework.Observe{Wrap: framework.LaggingWatch("jobs", jobLag)})
 		if err != nil && second.Err() == nil {
 			t.Errorf("second manager: %v", err)

@@ -34,6 +34,7 @@ func TestManagerRestartMidBringUp(t *testing.T) {
 			defer wg.Done()
 			o := managerOptions(imgs.Runner)
 			o.Namespace = w.ns
+			o.WebhookPort = 0 // the shared manager serves the webhooks
 			if err := framework.RunManager(ctx, e, o); err != nil && ctx.Err() == nil {
 				t.Errorf("manager: %v", err)
 			}

@@ -34,6 +34,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		"object", "paths=./api/...", "output:object:dir="+filepath.Join(out, "object"),
 		"crd", "paths=./api/...", "output:crd:dir="+filepath.Join(out, "crd"),
 		"rbac:roleName=captf-manager-role", "paths=./internal/...", "output:rbac:dir="+filepath.Join(out, "rbac"),
+		"webhook", "paths=./internal/webhook/...", "output:webhook:dir="+filepath.Join(out, "webhook"),
 	)
 	cmd.Dir = r
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -42,6 +43,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	pairs := map[string]string{
 		filepath.Join(out, "object", "zz_generated.deepcopy.go"): filepath.Join(r, "api", "v1alpha1", "zz_generated.deepcopy.go"),
 		filepath.Join(out, "rbac", "role.yaml"):                  filepath.Join(r, "config", "rbac", "role.yaml"),
+		filepath.Join(out, "webhook", "manifests.yaml"):          filepath.Join(r, "config", "webhook", "manifests.yaml"),
 	}
 	crds, _ := filepath.Glob(filepath.Join(out, "crd", "*.yaml"))
 	committed, _ := filepath.Glob(filepath.Join(r, "config", "crd", "bases", "*.yaml"))

@@ -56,6 +56,9 @@ type Options struct {
 	Recorder events.EventRecorder
 	// InsecureRegistries reaches every registry over plain HTTP (tests).
 	InsecureRegistries bool
+	// AllowPrivateRegistries lets inspection reach registries on loopback,
+	// private and link-local addresses (--allow-private-registries).
+	AllowPrivateRegistries bool
 	// Platform picks the image of a multi-platform index (default linux and
 	// the manager's architecture).
 	Platform *v1.Platform
@@ -91,7 +94,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Client:        mgr.GetClient(),
 		Live:          o.Live,
 		Recorder:      o.Recorder,
-		Inspector:     &Inspector{Insecure: o.InsecureRegistries, Platform: platform, Transport: o.Transport, UserAgent: o.UserAgent},
+		Inspector:     &Inspector{Insecure: o.InsecureRegistries, AllowPrivate: o.AllowPrivateRegistries, Platform: platform, Transport: o.Transport, UserAgent: o.UserAgent},
 		Timeout:       o.Timeout,
 		RetryInterval: o.RetryInterval,
 		WatchFilter:   o.WatchFilter,

@@ -87,7 +87,7 @@ func startManager(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := Setup(ctx, mgr, Options{Concurrency: 2, RetryInterval: 500 * time.Millisecond, Timeout: 10 * time.Second}); err != nil {
+	if err := Setup(ctx, mgr, Options{AllowPrivateRegistries: true, Concurrency: 2, RetryInterval: 500 * time.Millisecond, Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

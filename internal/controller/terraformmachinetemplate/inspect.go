@@ -7,9 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -35,11 +39,24 @@ type InspectError struct {
 func (e *InspectError) Error() string { return e.Err.Error() }
 func (e *InspectError) Unwrap() error { return e.Err }
 
+// MaxConfigBytes is the largest image config blob an inspection reads; a
+// manifest declaring a larger one is refused before the blob is fetched
+// (and the blob read stops at its declared size).
+const MaxConfigBytes = 4 << 20
+
 // Inspector reads image config labels from a registry.
 type Inspector struct {
 	// Insecure reaches every registry over plain HTTP. Loopback and
 	// private registries are tried over plain HTTP anyway.
 	Insecure bool
+	// AllowPrivate lets an inspection reach registries on loopback,
+	// private (RFC 1918, RFC 4193), link-local and unspecified addresses.
+	// Off, such a registry host is refused, whether the reference names
+	// the address or a name that resolves to it (checked at connect time,
+	// redirects included): a template's image is chosen by whoever may
+	// create the template, and the manager must not become their probe of
+	// the cluster's internal network.
+	AllowPrivate bool
 	// Platform picks the image of a multi-platform index.
 	Platform v1.Platform
 	// Transport, when set, carries the registry requests.
@@ -58,6 +75,11 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 	if err != nil {
 		return nil, &InspectError{Reason: metrics.InspectReference, Err: fmt.Errorf("image reference %q does not parse: %w", image, err)}
 	}
+	if !in.AllowPrivate {
+		if err := CheckRegistryHost(ref.Context().RegistryStr()); err != nil {
+			return nil, &InspectError{Reason: metrics.InspectReference, Err: fmt.Errorf("image %s: %w", image, err)}
+		}
+	}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
@@ -66,12 +88,23 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 	if in.UserAgent != "" {
 		ropts = append(ropts, remote.WithUserAgent(in.UserAgent))
 	}
-	if in.Transport != nil {
+	switch {
+	case in.Transport != nil:
 		ropts = append(ropts, remote.WithTransport(in.Transport))
+	case !in.AllowPrivate:
+		ropts = append(ropts, remote.WithTransport(publicOnlyTransport()))
 	}
 	img, err := remote.Image(ref, ropts...)
 	if err != nil {
 		return nil, classify(image, err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, classify(image, err)
+	}
+	if m.Config.Size > MaxConfigBytes {
+		return nil, &InspectError{Reason: metrics.InspectRegistry, Err: fmt.Errorf(
+			"image %s declares a config blob of %d bytes, more than the %d bytes CAPTF reads; it was not fetched", image, m.Config.Size, MaxConfigBytes)}
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -80,11 +113,78 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 	return cfg.Config.Labels, nil
 }
 
-// classify maps a registry failure onto a bounded reason.
+// errPrivateRegistry explains a refused registry host.
+var errPrivateRegistry = errors.New("is a loopback, private or link-local address; the manager's --allow-private-registries lets template image inspection reach it")
+
+// CheckRegistryHost refuses a registry host (host or host:port) that is
+// localhost or a loopback, private, link-local or unspecified IP address.
+// A name that resolves to such an address is refused when connecting
+// (publicOnlyTransport).
+func CheckRegistryHost(registry string) error {
+	host := registry
+	if h, _, err := net.SplitHostPort(registry); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return fmt.Errorf("registry host %s %w", host, errPrivateRegistry)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && !publicAddr(ip) {
+		return fmt.Errorf("registry host %s %w", host, errPrivateRegistry)
+	}
+	return nil
+}
+
+// publicAddr is false for the addresses an inspection may not reach
+// without --allow-private-registries.
+func publicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast())
+}
+
+// publicOnlyTransport is the default transport with a dialer that refuses
+// to connect to a non-public address, whatever name led to it (a DNS
+// answer or a registry's redirect).
+func publicOnlyTransport() http.RoundTripper {
+	base, ok := remote.DefaultTransport.(*http.Transport)
+	if !ok {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	t := base.Clone()
+	d := &net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip, err := netip.ParseAddr(host)
+			if err != nil {
+				return fmt.Errorf("registry address %s: %w", host, err)
+			}
+			if !publicAddr(ip) {
+				return fmt.Errorf("registry address %s %w", ip, errPrivateRegistry)
+			}
+			return nil
+		},
+	}
+	// A proxy from the environment is dialled instead of the registry: one
+	// on a private address needs --allow-private-registries too.
+	t.DialContext = d.DialContext
+	return t
+}
+
+// classify maps a registry failure onto a bounded reason. A registry's
+// response body never reaches the message (it ends up in a condition and
+// an event): an HTTP failure is described by its status code and the
+// registry's error codes only.
 func classify(image string, err error) *InspectError {
 	wrapped := fmt.Errorf("failed to read the config of image %s: %w", image, err)
 	var te *transport.Error
 	if errors.As(err, &te) {
+		wrapped = fmt.Errorf("failed to read the config of image %s: %w", image, withoutBody(te))
 		switch {
 		case te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden:
 			return &InspectError{Reason: metrics.InspectAuth, Err: wrapped}
@@ -104,6 +204,37 @@ func classify(image string, err error) *InspectError {
 		return &InspectError{Reason: metrics.InspectNotFound, Err: wrapped}
 	}
 	return &InspectError{Reason: metrics.InspectRegistry, Err: wrapped}
+}
+
+// registryError is a registry's HTTP failure without its response body.
+type registryError struct {
+	status int
+	codes  []string
+	cause  *transport.Error
+}
+
+func (e *registryError) Error() string {
+	msg := fmt.Sprintf("the registry answered HTTP %d", e.status)
+	if t := http.StatusText(e.status); t != "" {
+		msg += " " + t
+	}
+	if len(e.codes) > 0 {
+		msg += " (" + strings.Join(e.codes, ", ") + ")"
+	}
+	return msg
+}
+
+func (e *registryError) Unwrap() error { return e.cause }
+
+func withoutBody(te *transport.Error) error {
+	re := &registryError{status: te.StatusCode, cause: te}
+	for _, d := range te.Errors {
+		code := string(d.Code)
+		if code != "" && len(code) <= 64 && !slices.Contains(re.codes, code) {
+			re.codes = append(re.codes, code)
+		}
+	}
+	return re
 }
 
 // PullSecretKeychain builds a keychain from the image pull Secrets named

@@ -113,7 +113,7 @@ func TestInspectorReadsConfigLabels(t *testing.T) {
 	ctx := context.Background()
 	open := startRegistry(t, false)
 	ref := open.push(t, "machine:v1", map[string]string{contract.LabelCapacity: `{"cpu":"2"}`})
-	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
+	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, AllowPrivate: true}
 
 	labels, err := in.Labels(ctx, ref, authn.NewMultiKeychain())
 	if err != nil {
@@ -146,7 +146,7 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 	ctx := context.Background()
 	private := startRegistry(t, true)
 	ref := private.push(t, "machine:v1", map[string]string{contract.LabelNodeInfo: `{"architecture":"amd64"}`})
-	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}
+	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, AllowPrivate: true}
 
 	t.Run("without credentials the registry refuses: auth", func(t *testing.T) {
 		kc, err := PullSecretKeychain(ctx, fakeReader(t).Build(), "ns", nil)

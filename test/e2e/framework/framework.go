@@ -21,6 +21,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -32,6 +33,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
@@ -185,7 +187,8 @@ func RunnerClusterRole(ctx context.Context, root string, c client.Client) error 
 }
 
 // ManagerOptions are the manager settings a scenario runs with: the flag
-// defaults, no servers, the pushed runner image.
+// defaults, no diagnostics or health servers, the webhooks served (see
+// RunObservedManager), the pushed runner image.
 func ManagerOptions(runnerImage string) setup.Options {
 	o := setup.DefaultOptions()
 	o.RunnerImage = runnerImage
@@ -193,6 +196,8 @@ func ManagerOptions(runnerImage string) setup.Options {
 	o.HealthAddr = "0"
 	o.SkipControllerNameValidation = true
 	o.InsecureRegistries = true
+	// The local environment's registry is on loopback.
+	o.AllowPrivateRegistries = true
 	return o
 }
 
@@ -273,6 +278,14 @@ type Observe struct {
 
 // RunObservedManager runs the manager like RunManager, its API connection
 // observed as obs says.
+//
+// Unless o.WebhookPort is 0, the manager serves CAPTF's admission webhooks
+// as in a real installation: on 127.0.0.1 with a CA and serving certificate
+// generated under the environment's folder, and, once its webhook server
+// answers, captf-validating-webhook-configuration (config/webhook) is
+// installed pointing at it, so every write to a Terraform* object goes
+// through admission. The configuration is removed when ctx ends. Only one
+// manager of an environment serves the webhooks: others set WebhookPort 0.
 func RunObservedManager(ctx context.Context, e *env.Env, o setup.Options, obs Observe) error {
 	cfg := rest.CopyConfig(e.Config)
 	if obs.Wrap != nil {
@@ -281,11 +294,94 @@ func RunObservedManager(ctx context.Context, e *env.Env, o setup.Options, obs Ob
 	if w := obs.Writes; w != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, writes: w} })
 	}
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	if o.WebhookPort != 0 {
+		var err error
+		if validating, err = webhookServing(e, &o); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	mgr, err := setup.New(ctx, cfg, o)
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if validating == nil {
+		return <-done
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer wcancel()
+	if err := admission.WaitServer(wctx, mgr.GetWebhookServer(), "CAPTF"); err != nil {
+		cancel()
+		return errors.Join(err, <-done)
+	}
+	remove, err := admission.Install(wctx, e.Config, nil, validating)
+	if err != nil {
+		cancel()
+		return errors.Join(err, <-done)
+	}
+	select {
+	case err = <-done:
+		remove()
+		return err
+	case <-ctx.Done():
+		remove()
+		return <-done
+	}
+}
+
+// WebhookConfiguration is the validating webhook configuration
+// config/webhook installs.
+const WebhookConfiguration = "captf-validating-webhook-configuration"
+
+// webhookServing points o's webhook server at 127.0.0.1 on a free port with
+// a generated certificate, and returns config/webhook's configuration
+// rewritten to call it (url clientConfig, the CA as caBundle).
+func webhookServing(e *env.Env, o *setup.Options) ([]*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	port, err := admission.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(e.Dir, "captf-webhook")
+	ca, err := admission.Certs(dir)
+	if err != nil {
+		return nil, err
+	}
+	_, validating, err := admission.Configs(filepath.Join(root, "config", "webhook", "manifests.yaml"), "captf", port, ca)
+	if err != nil {
+		return nil, fmt.Errorf("CAPTF webhooks: %w", err)
+	}
+	for _, c := range validating {
+		if c.Name != WebhookConfiguration {
+			return nil, fmt.Errorf("CAPTF webhooks: config/webhook names %s, want %s", c.Name, WebhookConfiguration)
+		}
+	}
+	o.WebhookHost, o.WebhookPort, o.WebhookCertDir = "127.0.0.1", port, dir
+	o.WebhookCertName, o.WebhookKeyName = "tls.crt", "tls.key"
+	return validating, nil
+}
+
+// WaitForWebhooks waits until a manager run by RunObservedManager has
+// installed CAPTF's webhook configuration.
+func WaitForWebhooks(ctx context.Context, c client.Client, timeout time.Duration) error {
+	detail, ok := WaitFor(ctx, timeout, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKey{Name: WebhookConfiguration}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if !ok {
+		return fmt.Errorf("%s was not installed: %s", WebhookConfiguration, detail)
+	}
+	return nil
 }
 
 // WaitFor polls cond every interval until it holds, ctx ends or timeout

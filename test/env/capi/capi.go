@@ -43,6 +43,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/index"
 
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
 )
 
 // Module is the Cluster API Go module whose controllers and CRDs run.
@@ -265,13 +267,13 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		if !opts.NoWebhooks {
 			certDir := filepath.Join(opts.Dir, p.name+"-webhook")
 			var err error
-			if cas[i], err = webhookCerts(certDir); err != nil {
+			if cas[i], err = admission.Certs(certDir); err != nil {
 				return fail(err)
 			}
-			if ports[i], err = freePort(); err != nil {
+			if ports[i], err = admission.FreePort(); err != nil {
 				return fail(err)
 			}
-			mo.WebhookServer = newWebhookServer(certDir, ports[i])
+			mo.WebhookServer = admission.NewServer(certDir, ports[i])
 		}
 		mgr, err := ctrl.NewManager(opts.Config, mo)
 		if err != nil {
@@ -300,14 +302,14 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		if opts.NoWebhooks {
 			continue
 		}
-		if err := waitWebhookServer(waitCtx, mgr.GetWebhookServer(), providers[i].name); err != nil {
+		if err := admission.WaitServer(waitCtx, mgr.GetWebhookServer(), providers[i].name); err != nil {
 			return fail(err)
 		}
-		mutating, validating, err := webhookConfigs(filepath.Join(modDir, providers[i].manifest), providers[i].name, ports[i], cas[i])
+		mutating, validating, err := admission.Configs(filepath.Join(modDir, providers[i].manifest), providers[i].name, ports[i], cas[i])
 		if err != nil {
 			return fail(fmt.Errorf("capi: %w", err))
 		}
-		remove, err := installWebhooks(waitCtx, opts.Config, mutating, validating)
+		remove, err := admission.Install(waitCtx, opts.Config, mutating, validating)
 		if err != nil {
 			return fail(fmt.Errorf("capi: %w", err))
 		}

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
 )
 
 func TestWebhookConfigsPointEveryWebhookAtTheLoopbackServer(t *testing.T) {
@@ -17,7 +19,7 @@ func TestWebhookConfigsPointEveryWebhookAtTheLoopbackServer(t *testing.T) {
 		"controlplane/kubeadm/config/webhook/manifests.yaml",
 	} {
 		t.Run(manifest, func(t *testing.T) {
-			mutating, validating, err := webhookConfigs(filepath.Join(dir, manifest), "p", 9443, []byte("CA"))
+			mutating, validating, err := admission.Configs(filepath.Join(dir, manifest), "p", 9443, []byte("CA"))
 			if err != nil {
 				t.Fatal(err)
 			}

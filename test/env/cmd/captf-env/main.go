@@ -4,7 +4,9 @@
 // the CAPTF manager. Missing third-party binaries are built first (once per
 // machine). It prints the kubeconfig path and stops everything on SIGINT or
 // SIGTERM. Setup commands (-setup, e.g. pushing images to the registry) run
-// once it is up, then the manager (-manager). It must run as root (the kubelet uses mount namespaces and
+// once it is up, then the manager (-manager), which serves CAPTF's admission
+// webhooks on 127.0.0.1 with a generated CA (captf-validating-webhook-configuration
+// is installed once it answers). It must run as root (the kubelet uses mount namespaces and
 // chroot).
 //
 //	go run ./test/env/cmd/captf-env [flags]
@@ -17,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/captf-io/cluster-api-provider-terraform/test/env"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 type list []string
@@ -93,12 +98,45 @@ func main() {
 			fail("setup %q failed: %v", script, err)
 		}
 	}
+	removeWebhooks := func() {}
 	if *manager != "" {
-		p, err := e.StartProcess("manager", append([]string{*manager}, managerArgs...))
+		// The manager serves CAPTF's admission webhooks on a free port with
+		// a certificate for 127.0.0.1, and the configuration is installed
+		// once it answers; the registry is on loopback, so template image
+		// inspection may reach it.
+		dir := filepath.Join(e.Dir, "captf-webhook")
+		ca, err := admission.Certs(dir)
+		if err != nil {
+			fail("%v", err)
+		}
+		port, err := admission.FreePort()
+		if err != nil {
+			fail("%v", err)
+		}
+		root, err := tools.RepoRoot()
+		if err != nil {
+			fail("%v", err)
+		}
+		_, validating, err := admission.Configs(filepath.Join(root, "config", "webhook", "manifests.yaml"), "captf", port, ca)
+		if err != nil {
+			fail("%v", err)
+		}
+		args := append([]string{*manager, fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-dir=" + dir, "--allow-private-registries"}, managerArgs...)
+		p, err := e.StartProcess("manager", args)
 		if err != nil {
 			fail("%v", err)
 		}
 		fmt.Printf("manager:    pid %d, log %s\n", p.Pid(), p.LogPath)
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+		err = admission.WaitTLS(wctx, port, ca)
+		if err == nil {
+			removeWebhooks, err = admission.Install(wctx, e.Config, nil, validating)
+		}
+		wcancel()
+		if err != nil {
+			fail("CAPTF's webhooks: %v", err)
+		}
+		fmt.Printf("webhooks:   %s on 127.0.0.1:%d\n", validating[0].Name, port)
 	}
 	if *envFile != "" {
 		if err := os.WriteFile(*envFile, []byte(strings.Join(e.ProcessEnv(), "\n")+"\n"), 0o644); err != nil {
@@ -121,6 +159,7 @@ func main() {
 	<-ctx.Done()
 	stop()
 	fmt.Fprintln(os.Stderr, "captf-env: stopping")
+	removeWebhooks()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "captf-env: %v\n", err)
 		os.Exit(1)

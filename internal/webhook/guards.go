@@ -1,0 +1,196 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
+)
+
+func forbidden(resource, name, msg string) error {
+	return apierrors.NewForbidden(schema.GroupResource{Group: infrav1.GroupVersion.Group, Resource: resource}, name, errors.New(msg))
+}
+
+// Machine validates TerraformMachines and guards their deletion.
+type Machine struct {
+	// Reader reads Machines and Clusters live.
+	Reader client.Reader
+}
+
+// ValidateCreate implements admission.Validator.
+func (*Machine) ValidateCreate(_ context.Context, obj *infrav1.TerraformMachine) (admission.Warnings, error) {
+	return nil, invalid("TerraformMachine", obj.Name, ValidateMachineSpec(field.NewPath("spec"), &obj.Spec))
+}
+
+// ValidateUpdate implements admission.Validator.
+func (*Machine) ValidateUpdate(_ context.Context, old, obj *infrav1.TerraformMachine) (admission.Warnings, error) {
+	errs := ratchet(ValidateMachineSpec(field.NewPath("spec"), &old.Spec), ValidateMachineSpec(field.NewPath("spec"), &obj.Spec))
+	errs = append(errs, ValidateMachineUpdate(old, obj)...)
+	return nil, invalid("TerraformMachine", obj.Name, errs)
+}
+
+// ValidateDelete refuses a direct delete while an owning Machine that
+// passes the Security Model's owner checks exists and is not being deleted,
+// so drain and the control plane's hooks are never bypassed. A delete
+// carrying clusterctl's delete-for-move annotation is allowed while the
+// Cluster is paused (clusterctl move pauses it first).
+func (m *Machine) ValidateDelete(ctx context.Context, obj *infrav1.TerraformMachine) (admission.Warnings, error) {
+	machine, err := m.owner(ctx, obj)
+	if err != nil || machine == nil {
+		return nil, err
+	}
+	if _, move := obj.Annotations[infrav1.DeleteForMoveAnnotation]; move {
+		name := obj.Labels[clusterv1.ClusterNameLabel]
+		if name == "" {
+			name = machine.Spec.ClusterName
+		}
+		paused, err := m.clusterPaused(ctx, obj.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		if paused {
+			return nil, nil
+		}
+		return nil, forbidden("terraformmachines", obj.Name, fmt.Sprintf(
+			"metadata.annotations[%s] is honoured only while Cluster %s is paused; TerraformMachine %s is owned by Machine %s: delete the Machine instead",
+			infrav1.DeleteForMoveAnnotation, name, obj.Name, machine.Name))
+	}
+	return nil, forbidden("terraformmachines", obj.Name, fmt.Sprintf(
+		"TerraformMachine %s is owned by Machine %s (metadata.ownerReferences): delete the Machine instead, so drain and the control plane's hooks run first",
+		obj.Name, machine.Name))
+}
+
+// owner returns the Machine that owns obj, when one exists, is not being
+// deleted and passes the owner checks (its infrastructureRef names obj,
+// the ownerReferences entry's UID when set is its UID, obj's cluster-name
+// label when set is its cluster); nil otherwise.
+func (m *Machine) owner(ctx context.Context, obj *infrav1.TerraformMachine) (*clusterv1.Machine, error) {
+	for _, ref := range obj.OwnerReferences {
+		if ref.Kind != "Machine" || !strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			continue
+		}
+		machine := &clusterv1.Machine{}
+		err := m.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: ref.Name}, machine)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("failed to read Machine %s: %w", ref.Name, err)
+		}
+		if !machine.DeletionTimestamp.IsZero() || owner.CheckBackReference(obj, machine, machine.Spec.InfrastructureRef, machine.Spec.ClusterName) != "" {
+			continue
+		}
+		return machine, nil
+	}
+	return nil, nil
+}
+
+func (m *Machine) clusterPaused(ctx context.Context, namespace, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	cl := &clusterv1.Cluster{}
+	err := m.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cl)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to read Cluster %s: %w", name, err)
+	}
+	return cl.Spec.Paused != nil && *cl.Spec.Paused, nil
+}
+
+// Identity validates TerraformClusterIdentities: the spec, the
+// SubjectAccessReview on create and on a secretRef change, and the delete
+// guard.
+type Identity struct {
+	// Client creates SubjectAccessReviews.
+	Client client.Client
+	// Reader lists the objects that use an identity, in every namespace.
+	Reader client.Reader
+}
+
+// ValidateCreate implements admission.Validator.
+func (i *Identity) ValidateCreate(ctx context.Context, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
+	if err := invalid("TerraformClusterIdentity", obj.Name, ValidateIdentitySpec(&obj.Spec)); err != nil {
+		return nil, err
+	}
+	return nil, i.mayGetSecret(ctx, obj)
+}
+
+// ValidateUpdate implements admission.Validator. Only a secretRef change is
+// re-checked against the requester's access (allowedNamespaces is not).
+func (i *Identity) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
+	if err := invalid("TerraformClusterIdentity", obj.Name, ratchet(ValidateIdentitySpec(&old.Spec), ValidateIdentitySpec(&obj.Spec))); err != nil {
+		return nil, err
+	}
+	if old.Spec.SecretRef == obj.Spec.SecretRef {
+		return nil, nil
+	}
+	return nil, i.mayGetSecret(ctx, obj)
+}
+
+// mayGetSecret asks the API server whether the requesting user may get the
+// Secret spec.secretRef names, so a role that may manage identities but
+// not read Secrets cannot have the controller mirror one it cannot read.
+func (i *Identity) mayGetSecret(ctx context.Context, obj *infrav1.TerraformClusterIdentity) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return fmt.Errorf("no admission request to check spec.secretRef against: %w", err)
+	}
+	u := req.UserInfo
+	extra := make(map[string]authorizationv1.ExtraValue, len(u.Extra))
+	for k, v := range u.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	ref := obj.Spec.SecretRef
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ref.Namespace, Verb: "get", Version: "v1", Resource: "secrets", Name: ref.Name,
+		},
+	}}
+	if err := i.Client.Create(ctx, sar); err != nil {
+		return fmt.Errorf("failed to review access to spec.secretRef: %w", err)
+	}
+	if sar.Status.Allowed && !sar.Status.Denied {
+		return nil
+	}
+	return apierrors.NewInvalid(groupKind("TerraformClusterIdentity"), obj.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "secretRef"),
+		fmt.Sprintf("user %q may not get Secret %s/%s: an identity can only name a Secret its creator can read", u.Username, ref.Namespace, ref.Name))})
+}
+
+// ValidateDelete refuses deleting an identity while an object in any
+// namespace resolves to it (one being deleted counts: its destroy needs the
+// credentials) or status.namespaces lists a namespace still holding its
+// mirror.
+func (i *Identity) ValidateDelete(ctx context.Context, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
+	w, err := identity.ListWorkloads(ctx, i.Reader, "")
+	if err != nil {
+		return nil, err
+	}
+	if users := w.UsersOf(obj.Name); len(users) > 0 {
+		more := ""
+		if len(users) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(users)-1)
+		}
+		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf("TerraformClusterIdentity %s is in use by %s%s", obj.Name, users[0], more))
+	}
+	if ns := obj.Status.Namespaces; len(ns) > 0 {
+		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf(
+			"TerraformClusterIdentity %s is still mirrored into namespaces %s (status.namespaces)", obj.Name, strings.Join(ns, ", ")))
+	}
+	return nil, nil
+}
