@@ -310,4 +310,3 @@ func approve(ctx context.Context, out io.Writer, k *kube, t target, hash string)
 		return nil
 	}
 }
-

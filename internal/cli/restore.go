@@ -253,4 +253,3 @@ func abandon(ctx context.Context, in io.Reader, out io.Writer, k *kube, t target
 	fmt.Fprintf(out, "%s abandoned (%s=%s): CAPTF removes its finalizer without a destroy\n", ob.ref(), infrav1.AbandonInfrastructureAnnotation, uid)
 	return nil
 }
-

@@ -43,7 +43,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use: "kubectl-captf",
 		// Usage lines read as the plugin is run: kubectl captf ...
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl captf"},
-		Short: "Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools",
+		Short:       "Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools",
 		Long: `Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools:
 their status and last runs, the plan awaiting approval, approvals, state
 restores, abandoning a deleting object whose state is lost, and Job logs.
