@@ -11,11 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
-// jobNameLabel is the label Kubernetes puts on a Job's pods.
-const jobNameLabel = "batch.kubernetes.io/job-name"
+const (
+	// jobNameLabel is the label Kubernetes puts on a Job's pods.
+	jobNameLabel = "batch.kubernetes.io/job-name"
+	// sourceContainer is the runner pod's container that runs the module
+	// (internal/jobs.SourceContainer; a test keeps them equal).
+	sourceContainer = "source"
+)
 
 func newLogsCommand(o *options) *cobra.Command {
 	var (
@@ -50,7 +54,7 @@ runtime's own output, and the step a failed run stopped at.`,
 	}
 	cmd.Flags().StringVar(&op, "op", "", "The operation whose newest Job to read.")
 	cmd.Flags().StringVar(&job, "job", "", "The Job to read (one of the object's).")
-	cmd.Flags().StringVarP(&container, "container", "c", jobs.SourceContainer, "The pod's container.")
+	cmd.Flags().StringVarP(&container, "container", "c", sourceContainer, "The pod's container.")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "Stream the log while the Job runs.")
 	return cmd
 }

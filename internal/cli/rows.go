@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
@@ -12,7 +14,6 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
 // Row is what status shows of one object; -o json and -o yaml print it as
@@ -251,7 +252,7 @@ func jobRows(o object, js []batchv1.Job) []JobRow {
 	var out []JobRow
 	var mine []batchv1.Job
 	for _, j := range js {
-		if j.Namespace == o.w.GetNamespace() && j.Labels[infrav1.OwnerKindLabel] == o.kind.Kind && j.Labels[infrav1.OwnerNameLabel] == jobs.LabelValue(o.w.GetName()) {
+		if j.Namespace == o.w.GetNamespace() && j.Labels[infrav1.OwnerKindLabel] == o.kind.Kind && j.Labels[infrav1.OwnerNameLabel] == labelValue(o.w.GetName()) {
 			mine = append(mine, j)
 		}
 	}
@@ -324,4 +325,16 @@ const clusterNameLabel = "cluster.x-k8s.io/cluster-name"
 // clusterName is the Cluster API Cluster an object belongs to.
 func clusterName(w metav1.Object) string {
 	return w.GetLabels()[clusterNameLabel]
+}
+
+// labelValue is the owner-name label value of an object name: the name, or
+// a hash of it past 63 characters (internal/jobs.LabelValue, which the
+// plugin does not link so that it starts without controller-runtime; a test
+// keeps them equal).
+func labelValue(v string) string {
+	if len(v) <= 63 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:8])
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary builds kubectl-captf once per test binary, as a release would.
+func binary(tb testing.TB) string {
+	tb.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kubectl-captf-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "kubectl-captf")
+		out, err := exec.Command("go", "build", "-ldflags", "-s -w", "-o", built.path, ".").CombinedOutput()
+		if err != nil {
+			built.err = err
+			tb.Logf("%s", out)
+		}
+	})
+	if built.err != nil {
+		tb.Fatal(built.err)
+	}
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.path != "" {
+		_ = os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
+}
+
+// TestVersionAndHelpNeedNoCluster checks that version and --help run with
+// no kubeconfig at all: the clients are built on first use only.
+func TestVersionAndHelpNeedNoCluster(t *testing.T) {
+	bin := binary(t)
+	for _, args := range [][]string{{"version"}, {"--help"}, {"completion", "bash"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"KUBECONFIG=/nonexistent", "HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl-captf %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if args[0] == "version" && !strings.HasPrefix(string(out), "kubectl-captf ") {
+			t.Errorf("version printed %q", out)
+		}
+	}
+}
+
+// BenchmarkStart is the plugin's start-up: exec of the built binary
+// running version, which is what `kubectl captf` adds before any API call.
+// The budget is 100 ms per run.
+func BenchmarkStart(b *testing.B) {
+	bin := binary(b)
+	for b.Loop() {
+		if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
