@@ -124,4 +124,3 @@ func (w *world) planShown(ctx context.Context, user, ref, ns string) cli.Approva
 	}
 	return a
 }
-
