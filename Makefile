@@ -98,6 +98,10 @@ RELEASE_DIR ?= _out/release
 manager-image: ## Build the manager image (/manager and a static /runner); REGISTRY=host/path pushes it, else an OCI layout in _out/images.
 	go run ./hack/manager-image $(if $(REGISTRY),--registry $(REGISTRY),--layout-dir _out/images) --tag $(RELEASE_TAG)
 
+.PHONY: release-plugin
+release-plugin: ## Build kubectl-captf archives for each platform and render its krew manifest into $(RELEASE_DIR).
+	hack/krew/release.sh $(RELEASE_TAG) $(RELEASE_DIR) $(PLUGIN_PLATFORMS)
+
 .PHONY: manifests-release
 manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMAGE)) and metadata.yaml into $(RELEASE_DIR).
 	rm -rf $(RELEASE_DIR)/kustomize && mkdir -p $(RELEASE_DIR)/kustomize
