@@ -93,7 +93,7 @@ func logs(ctx context.Context, out, errOut io.Writer, k *kube, t target, op, job
 		return explain(err, "the pods of Job "+pick.Name, ns)
 	}
 	if len(pods.Items) == 0 {
-		return fmt.Errorf("Job %s of %s (%s, %s) has no pod left in namespace %s to read a log from", pick.Name, ob.ref(), pick.Operation, pick.State, ns)
+		return fmt.Errorf("no pod of Job %s of %s (%s, %s) is left in namespace %s to read a log from", pick.Name, ob.ref(), pick.Operation, pick.State, ns)
 	}
 	sort.SliceStable(pods.Items, func(a, b int) bool {
 		return pods.Items[a].CreationTimestamp.Before(&pods.Items[b].CreationTimestamp)

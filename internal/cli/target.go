@@ -65,13 +65,3 @@ func parseTarget(arg string) (target, error) {
 	}
 	return target{}, fmt.Errorf("unknown kind %q in %q: use terraformcluster (tc), terraformmachine (tm) or terraformmachinepool (tmp)", k, arg)
 }
-
-// kindOf returns the kind named Kind.
-func kindOf(kindName string) (kind, bool) {
-	for _, kd := range kinds {
-		if kd.Kind == kindName {
-			return kd, true
-		}
-	}
-	return kind{}, false
-}
