@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/cli"
 )
 
 var built struct {
@@ -15,7 +21,8 @@ var built struct {
 	err  error
 }
 
-// binary builds kubectl-captf once per test binary, as a release would.
+// binary builds kubectl-captf once per test binary (for the benchmark),
+// stripped as a release is.
 func binary(tb testing.TB) string {
 	tb.Helper()
 	built.once.Do(func() {
@@ -45,19 +52,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestVersionAndHelpNeedNoCluster checks that version and --help run with
-// no kubeconfig at all: the clients are built on first use only.
+// TestVersionAndHelpNeedNoCluster checks that version, --help and
+// completion run with no kubeconfig at all: the clients are built on first
+// use only.
 func TestVersionAndHelpNeedNoCluster(t *testing.T) {
-	bin := binary(t)
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	t.Setenv("HOME", t.TempDir())
 	for _, args := range [][]string{{"version"}, {"--help"}, {"completion", "bash"}} {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"KUBECONFIG=/nonexistent", "HOME=" + t.TempDir()}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl-captf %s: %v\n%s", strings.Join(args, " "), err, out)
+		var out, errOut bytes.Buffer
+		if code := cli.Execute(context.Background(), genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args); code != 0 {
+			t.Fatalf("kubectl-captf %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 		}
-		if args[0] == "version" && !strings.HasPrefix(string(out), "kubectl-captf ") {
-			t.Errorf("version printed %q", out)
+		if args[0] == "version" && !strings.HasPrefix(out.String(), "kubectl-captf ") {
+			t.Errorf("version printed %q", out.String())
 		}
 	}
 }
