@@ -79,13 +79,14 @@ func rowFor(o object, owner *infrav1.TerraformCluster, js []batchv1.Job, s Setti
 	if c := meta.FindStatusCondition(st.Conditions, infrav1.ReadyCondition); c != nil {
 		r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
 	}
+	// Job names repeat across namespaces: key them by both.
 	byName := map[string]*batchv1.Job{}
 	for i := range js {
-		byName[js[i].Name] = &js[i]
+		byName[js[i].Namespace+"/"+js[i].Name] = &js[i]
 	}
 	if lr := st.LastRun; lr != nil {
 		r.LastRun = &RunInfo{Job: lr.Job, Operation: string(lr.Operation), Outcome: outcome(lr.Error)}
-		if j := byName[lr.Job]; j != nil {
+		if j := byName[r.Namespace+"/"+lr.Job]; j != nil {
 			r.LastRun.At = finishedAt(j)
 		}
 	}
