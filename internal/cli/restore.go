@@ -215,6 +215,16 @@ func abandonable(ob object) string {
 	return ""
 }
 
+// confirmed reads one line and reports whether it is the object's name;
+// no input at all is no confirmation.
+func confirmed(in io.Reader, name string) (bool, error) {
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return strings.TrimSpace(line) == name, nil
+}
+
 func abandon(ctx context.Context, in io.Reader, out io.Writer, k *kube, t target, yes bool) error {
 	ob, err := k.get(ctx, t)
 	if err != nil {
@@ -235,9 +245,8 @@ func abandon(ctx context.Context, in io.Reader, out io.Writer, k *kube, t target
 		}
 		fmt.Fprintf(out, "Abandoning removes its finalizer without a destroy: its infrastructure keeps running, untracked.\n")
 		fmt.Fprintf(out, "Type the object's name (%s) to abandon it: ", ob.w.GetName())
-		line, err := bufio.NewReader(in).ReadString('\n')
-		if strings.TrimSpace(line) != ob.w.GetName() {
-			if err != nil && !errors.Is(err, io.EOF) {
+		if ok, err := confirmed(in, ob.w.GetName()); !ok {
+			if err != nil {
 				return err
 			}
 			return fmt.Errorf("%s was not abandoned: the name typed does not match (rerun with --yes to skip the question)", ob.ref())

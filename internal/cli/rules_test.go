@@ -128,3 +128,13 @@ func TestWaitingOnLostState(t *testing.T) {
 		t.Errorf("lost state while deleting: %q, want abandon named", w)
 	}
 }
+
+// TestAbandonConfirmation: abandon goes ahead only when the object's name
+// is typed back; an empty answer, no input and another name are refusals.
+func TestAbandonConfirmation(t *testing.T) {
+	for in, want := range map[string]bool{"demo\n": true, "  demo  \n": true, "demo": true, "\n": false, "": false, "dem\n": false, "demo-2\n": false} {
+		if got, err := confirmed(strings.NewReader(in), "demo"); got != want || err != nil {
+			t.Errorf("confirmed(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
