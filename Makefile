@@ -141,6 +141,10 @@ release-lint-build:
 	done
 	@cd $(LINT_DIST) && sha256sum tfcapi-lint-*-* > tfcapi-lint-checksums.txt && cat tfcapi-lint-checksums.txt
 
+.PHONY: release-plugin
+release-plugin: ## Build kubectl-captf archives for each platform and render its krew manifest into $(RELEASE_DIR).
+	hack/krew/release.sh $(RELEASE_TAG) $(RELEASE_DIR) $(PLUGIN_PLATFORMS)
+
 .PHONY: manifests-release
 manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMAGE)) and metadata.yaml into $(RELEASE_DIR).
 	rm -rf $(RELEASE_DIR)/kustomize && mkdir -p $(RELEASE_DIR)/kustomize

@@ -16,7 +16,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -119,7 +122,12 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 		return fail(err)
 	}
 	if dev {
-		fmt.Println("The environment and the manager run; KUBECONFIG=" + e.KubeconfigPath + ". Ctrl-C stops them.")
+		line, err := readyLine(root, tmp, e.KubeconfigPath)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println("The environment and the manager run; Ctrl-C stops them. In another shell, for kubectl, clusterctl and kubectl captf:")
+		fmt.Println(line)
 		<-ctx.Done()
 		return 0
 	}
@@ -137,8 +145,36 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 	}
 	fmt.Println("\nThe Quick Start is done: the TerraformCluster and the control-plane TerraformMachine are Ready, the Cluster and Machine Provisioned.")
 	if keep {
-		fmt.Println("The environment keeps running; KUBECONFIG=" + e.KubeconfigPath + ". Ctrl-C stops it.")
+		line, err := readyLine(root, tmp, e.KubeconfigPath)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Println("The environment keeps running; Ctrl-C stops it. In another shell, for kubectl, clusterctl and kubectl captf:")
+		fmt.Println(line)
 		<-ctx.Done()
 	}
 	return 0
+}
+
+// readyLine builds kubectl-captf into tmp/bin and returns the line that
+// puts the pinned kubectl, clusterctl and the plugin on PATH and points
+// KUBECONFIG at the environment, so that `kubectl get terraformclusters
+// -A`, `clusterctl describe cluster` and `kubectl captf status -A` work at
+// once.
+func readyLine(root, tmp, kubeconfig string) (string, error) {
+	kubectl, err := tools.Dir("kubectl")
+	if err != nil {
+		return "", err
+	}
+	clusterctl, err := tools.Dir("clusterapi")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, "bin")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "kubectl-captf"), "./cmd/kubectl-captf")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("failed to build kubectl-captf: %w: %s", err, out)
+	}
+	return "export PATH=" + strings.Join([]string{kubectl, clusterctl, bin}, ":") + ":$PATH KUBECONFIG=" + kubeconfig, nil
 }

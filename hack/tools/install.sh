@@ -7,7 +7,7 @@
 # A tool already in the cache is reused, so only the first run on a machine
 # pays for the build. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes etcd opentofu clusterapi all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu clusterapi all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -54,18 +54,32 @@ build() {
 	echo "$dest"
 }
 
-kubernetes() {
-	local v
-	v=$(version kubernetes k8s.io/kubernetes)
-	local minor=${v#v1.}
+# kubernetes_ldflags <version>: the version stamps a Kubernetes binary reports.
+kubernetes_ldflags() {
+	local v=$1 minor=${1#v1.}
 	minor=${minor%%.*}
-	local ld=""
+	local p ld=""
 	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
 	done
-	build kubernetes kubernetes "$v" "$ld" \
+	echo "$ld"
+}
+
+kubernetes() {
+	local v
+	v=$(version kubernetes k8s.io/kubernetes)
+	build kubernetes kubernetes "$v" "$(kubernetes_ldflags "$v")" \
 		k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager
+}
+
+# kubectl is built from the same pinned module as the control plane, into a
+# cache entry of its own so the control plane's entry stays valid.
+kubectl() {
+	local v
+	v=$(version kubernetes k8s.io/kubernetes)
+	build kubernetes kubectl "$v" "$(kubernetes_ldflags "$v")" \
+		k8s.io/kubernetes/cmd/kubectl=kubectl
 }
 
 etcd() {
@@ -108,8 +122,8 @@ staticcheck() {
 [[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | etcd | opentofu | clusterapi | generators | staticcheck) "$tool" ;;
-	all) generators; staticcheck; etcd; kubernetes; opentofu; clusterapi ;;
+	kubernetes | kubectl | etcd | opentofu | clusterapi | generators | staticcheck) "$tool" ;;
+	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; clusterapi ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

@@ -3,11 +3,19 @@ package owner
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
+
+// Object is a Kubernetes object (what controller-runtime calls
+// client.Object), so this package needs no client.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
 
 // CheckBackReference applies the owner checks of the Security Model
 // ("Owner references are checked against the owner") to obj and its
@@ -18,7 +26,7 @@ import (
 // failed, "" when every check passes. The reconcile flow reports a failure
 // as OwnerMismatch; the admission webhook's delete guard protects only an
 // object whose owner passes.
-func CheckBackReference(obj infrav1.Workload, capiOwner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) string {
+func CheckBackReference(obj infrav1.Workload, capiOwner Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) string {
 	kind := string(obj.GetWorkloadKind())
 	ownerKind := capiOwner.GetObjectKind().GroupVersionKind().Kind
 	if ownerKind == "" {
@@ -41,7 +49,7 @@ func CheckBackReference(obj infrav1.Workload, capiOwner client.Object, ref clust
 
 // capiKind names a typed Cluster API owner whose TypeMeta is empty (as the
 // client's typed reads leave it).
-func capiKind(o client.Object) string {
+func capiKind(o Object) string {
 	switch o.(type) {
 	case *clusterv1.Cluster:
 		return "Cluster"

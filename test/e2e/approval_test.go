@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,6 +36,14 @@ import (
 //     PlanAwaitingApproval wait for captf.io/approve-plan=<plan hash>; the
 //     approved apply succeeds, the annotation goes, status.plan is cleared
 //     and PlanApplied is emitted.
+//
+// Every approval, the restore and the abandon are made with kubectl captf,
+// found by the pinned kubectl's plugin discovery and run as a user bound
+// only to a Role of the namespace (read and patch Terraform* objects, read
+// Jobs, pods and their logs): the plugin approves only the hash the
+// controller published, refusing a stale one; logs prints the failing step
+// of a failed apply; abandon lets a deleting cluster whose state is lost
+// go.
 func TestApprovalsAndRestore(t *testing.T) {
 	t.Parallel()
 	const ns, name = "team-guard", "guarded"
@@ -56,6 +67,9 @@ func TestApprovalsAndRestore(t *testing.T) {
 		return ok && tc.Status.ActiveJob == nil, why
 	}
 	w.eventually(ctx, 5*time.Minute, "the first apply", settled)
+	const operator = "operator@team-guard"
+	w.operatorRole(ctx, ns, operator)
+	ref := "terraformcluster/" + name
 	edit := func(change func()) {
 		get()
 		before := tc.DeepCopy()
@@ -63,14 +77,6 @@ func TestApprovalsAndRestore(t *testing.T) {
 		if err := w.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	annotate := func(k, v string) {
-		edit(func() {
-			if tc.Annotations == nil {
-				tc.Annotations = map[string]string{}
-			}
-			tc.Annotations[k] = v
-		})
 	}
 	setVariable := func(k, jsonValue string) {
 		edit(func() {
@@ -97,7 +103,18 @@ func TestApprovalsAndRestore(t *testing.T) {
 	if hash == "" || !strings.Contains(cond(infrav1.ApplyJobSucceededCondition).Message, "terraform_data.substrate") {
 		t.Fatalf("the blocked Job %s has inputs hash %q and the condition says %q", blocked.Name, hash, cond(infrav1.ApplyJobSucceededCondition).Message)
 	}
-	annotate(infrav1.ApproveDestructivePlanAnnotation, hash)
+	shown := w.planShown(ctx, operator, ref, ns)
+	if shown.Guard != "destructive-plan" || shown.Annotation != infrav1.ApproveDestructivePlanAnnotation || shown.Hash != hash {
+		t.Fatalf("plan show: %+v, want the destructive-plan guard and the blocked Job's inputs hash %s", shown, hash)
+	}
+	// A stale hash is refused and writes nothing.
+	if _, stderr, err := w.captf(ctx, operator, "plan", "approve", ref, "-n", ns, "--hash", "h1:stale"); err == nil || !strings.Contains(stderr, "changed since it was shown") {
+		t.Fatalf("approving a stale hash: %v %q, want a refusal", err, stderr)
+	}
+	if get(); !annotationGone(infrav1.ApproveDestructivePlanAnnotation) {
+		t.Fatal("a refused approval wrote the annotation")
+	}
+	w.mustCaptf(ctx, operator, "plan", "approve", ref, "-n", ns, "--hash", shown.Hash)
 	w.eventually(ctx, 5*time.Minute, "the approved replacement to apply and consume its approval", func() (bool, string) {
 		ok, why := settled()
 		c := cond(infrav1.ApplyJobSucceededCondition)
@@ -114,7 +131,10 @@ func TestApprovalsAndRestore(t *testing.T) {
 	for _, b := range tc.Status.StateBackups {
 		serial = max(serial, b.Serial)
 	}
-	annotate(infrav1.RestoreStateAnnotation, strconv.FormatInt(serial, 10))
+	if list := w.mustCaptf(ctx, operator, "restore", ref, "-n", ns); !strings.Contains(list, "\n"+strconv.FormatInt(serial, 10)+" ") {
+		t.Fatalf("restore listed no backup with serial %d", serial)
+	}
+	w.mustCaptf(ctx, operator, "restore", ref, "-n", ns, "--serial", strconv.FormatInt(serial, 10))
 	w.eventually(ctx, 5*time.Minute, "the restore to succeed and its request to go", func() (bool, string) {
 		ok, why := settled()
 		c := cond(infrav1.RestoreJobSucceededCondition)
@@ -148,7 +168,11 @@ func TestApprovalsAndRestore(t *testing.T) {
 	if j := newestJob(ctx, t, w, ns, ""); j.Name != planJob.Name {
 		t.Fatalf("Job %s started while the plan awaited approval", j.Name)
 	}
-	annotate(infrav1.ApprovePlanAnnotation, tc.Status.Plan.PlanHash)
+	shown = w.planShown(ctx, operator, ref, ns)
+	if shown.Guard != "plan" || shown.Annotation != infrav1.ApprovePlanAnnotation || shown.Hash != tc.Status.Plan.PlanHash || shown.Job != planJob.Name {
+		t.Fatalf("plan show: %+v, want status.plan's hash %s from Job %s", shown, tc.Status.Plan.PlanHash, planJob.Name)
+	}
+	w.mustCaptf(ctx, operator, "plan", "approve", ref, "-n", ns, "--hash", shown.Hash)
 	w.eventually(ctx, 5*time.Minute, "the approved plan to apply", func() (bool, string) {
 		ok, why := settled()
 		c := cond(infrav1.ApplyJobSucceededCondition)
@@ -171,6 +195,54 @@ func TestApprovalsAndRestore(t *testing.T) {
 		ops = append(ops, j.Labels[infrav1.OpLabel])
 	}
 	t.Logf("Jobs of the TerraformCluster, oldest first: %s", strings.Join(ops, ", "))
+
+	// status in the namespace, as the operator; -A needs more than the
+	// operator's Role and says so.
+	rows := w.statusRows(ctx, operator, "-n", ns)
+	if len(rows) != 1 || rows[0].Name != name || rows[0].Ready != "True" || rows[0].LastRun == nil || rows[0].LastRun.Operation != "apply" || rows[0].LastRun.Outcome != "succeeded" {
+		t.Errorf("status -n %s: %+v, want the cluster Ready with its apply succeeded", ns, rows)
+	}
+	if _, stderr, err := w.captf(ctx, operator, "status", "-A"); err == nil || !strings.Contains(stderr, "not allowed") {
+		t.Errorf("status -A as a user of one namespace: %v %q, want a refusal naming the missing access", err, stderr)
+	}
+
+	// A failed apply: logs prints the step it failed at.
+	edit(func() { tc.Spec.ApplyPolicy = infrav1.ApplyPolicyAutomatic })
+	setVariable("endpoint_port", `"not-a-port"`)
+	w.eventually(ctx, 5*time.Minute, "the apply to fail", func() (bool, string) {
+		get()
+		c := cond(infrav1.ApplyJobSucceededCondition)
+		lr := tc.Status.LastRun
+		return c.Reason == infrav1.ApplyFailedReason && lr != nil && lr.Operation == infrav1.OperationApply && lr.Error != nil && lr.Error.Step != "", c.Reason
+	})
+	step := tc.Status.LastRun.Error.Step
+	logs, stderr, err := w.captf(ctx, operator, "logs", ref, "-n", ns, "--op", "apply", "--job", tc.Status.LastRun.Job)
+	if err != nil || !strings.Contains(logs, `"Run failed"`) || !strings.Contains(logs, `step="`+step+`"`) || !strings.Contains(stderr, "failed at "+step) {
+		t.Errorf("logs of the failed apply (step %s): %v, want the runner's log naming the step", step, err)
+	}
+
+	// Abandon: refused while the cluster is not being deleted; once it is,
+	// and its state is lost, the cluster goes without a destroy.
+	if _, stderr, err := w.captf(ctx, operator, "abandon", ref, "-n", ns, "--yes"); err == nil || !strings.Contains(stderr, "not being deleted") {
+		t.Fatalf("abandon of a live cluster: %v %q, want a refusal", err, stderr)
+	}
+	get()
+	if err := w.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tfstate-default-" + tc.Status.StateSecretSuffix}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(ctx, 5*time.Minute, "the deleting cluster to report its state lost", func() (bool, string) {
+		get()
+		c := cond(infrav1.StateReadableCondition)
+		return tc.DeletionTimestamp != nil && c.Reason == infrav1.StateLostReason, c.Reason
+	})
+	w.mustCaptf(ctx, operator, "abandon", ref, "-n", ns, "--yes")
+	w.eventually(ctx, 2*time.Minute, "the abandoned cluster to go", func() (bool, string) {
+		err := w.c.Get(ctx, key, &infrav1.TerraformCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }
 
 // newestJob is the newest Job in the namespace running op ("" for any).

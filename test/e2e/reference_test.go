@@ -18,6 +18,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/cli"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
@@ -233,6 +234,39 @@ func TestReferenceBringUp(t *testing.T) {
 	reactions := logReactions(t, timeline)
 	if len(reactions) != len(jobs) {
 		t.Errorf("%d of %d finished Jobs were followed by a next step", len(reactions), len(jobs))
+	}
+
+	// kubectl captf status -A shows every object of the bring-up with its
+	// last run, and the cluster's tree every machine and Job.
+	rows := map[string]cli.Row{}
+	for _, r := range w.statusRows(ctx, "", "-A") {
+		if r.Namespace == ns {
+			rows[r.Kind+"/"+r.Name] = r
+		}
+	}
+	want := []string{"TerraformCluster/" + name}
+	for _, m := range machines {
+		want = append(want, "TerraformMachine/"+m)
+	}
+	for _, k := range want {
+		r, ok := rows[k]
+		if !ok || r.Ready != "True" || r.LastRun == nil || r.LastRun.Outcome != "succeeded" || r.LastRun.Job != lastJobOf(timeline, k) || r.LastRun.At == nil {
+			t.Errorf("status -A shows %s as %+v (last run %+v), want it Ready with its last Job %s succeeded", k, r, r.LastRun, lastJobOf(timeline, k))
+		}
+	}
+	if len(rows) != len(want) {
+		t.Errorf("status -A shows %d objects in %s, want %d", len(rows), ns, len(want))
+	}
+	tree := w.mustCaptf(ctx, "", "status", "terraformcluster/"+name, "-n", ns)
+	for _, k := range want[1:] {
+		if !strings.Contains(tree, k+" ") {
+			t.Errorf("the tree of %s lacks %s", name, k)
+		}
+	}
+	for _, j := range jobs {
+		if !strings.Contains(tree, "Job/"+j.Name+" ") {
+			t.Errorf("the tree of %s lacks Job %s", name, j.Name)
+		}
 	}
 
 	w.assertNoSecret(ctx, ns, logFrom, credential, bootstrap, variable)

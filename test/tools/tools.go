@@ -19,6 +19,7 @@ import (
 var toolOf = map[string]string{
 	"kube-apiserver":                "kubernetes",
 	"kube-controller-manager":       "kubernetes",
+	"kubectl":                       "kubectl",
 	"etcd":                          "etcd",
 	"tofu":                          "opentofu",
 	"capi-manager":                  "clusterapi",

@@ -173,6 +173,9 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
 		"--profiling=false",
+		// The process kubelet's Node names a hostname that does not
+		// resolve; pod logs are proxied to its 127.0.0.1 address.
+		"--kubelet-preferred-address-types=InternalIP",
 	}
 	apiArgs = append(apiArgs, opts.APIServerArgs...)
 	cp.APIServer, err = StartProcess("kube-apiserver", apiBin, apiArgs, logDir)

@@ -59,6 +59,8 @@ type Kubelet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	logs *logServer
+
 	mu     sync.Mutex
 	pods   map[types.UID]*podWorker
 	byName map[string]*podWorker // namespace/name → latest worker
@@ -95,7 +97,11 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		pods:   map[types.UID]*podWorker{},
 		byName: map[string]*podWorker{},
 	}
+	if k.logs, err = k.startLogServer(); err != nil {
+		return nil, fmt.Errorf("kubelet: failed to serve pod logs: %w", err)
+	}
 	if err := k.registerNode(ctx); err != nil {
+		k.logs.stop()
 		return nil, err
 	}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
@@ -113,12 +119,14 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		DeleteFunc: enqueue,
 	}); err != nil {
 		k.cancel()
+		k.logs.stop()
 		return nil, fmt.Errorf("kubelet: failed to watch pods: %w", err)
 	}
 	factory.Start(k.ctx.Done())
 	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			k.cancel()
+			k.logs.stop()
 			factory.Shutdown()
 			return nil, errors.New("kubelet: pod cache did not sync")
 		}
@@ -148,6 +156,7 @@ func (k *Kubelet) NodeName() string { return k.opts.NodeName }
 // seconds) and stops watching.
 func (k *Kubelet) Stop() error {
 	k.cancel()
+	k.logs.stop()
 	k.mu.Lock()
 	workers := make([]*podWorker, 0, len(k.pods))
 	for _, w := range k.pods {
@@ -239,6 +248,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
 				{Type: corev1.NodeHostName, Address: k.opts.NodeName},
 			},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(k.logs.port)}},
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion: version, OperatingSystem: "linux", Architecture: runtime.GOARCH,
 				ContainerRuntimeVersion: "captf-env://1",
