@@ -134,9 +134,26 @@ func (w *podWorker) run(pod *corev1.Pod) {
 	// stop closes when the pod is deleted, its deadline passes or the
 	// kubelet shuts down; cause says which.
 	stop := make(chan struct{})
-	var cause stopCause
-	var causeOnce sync.Once
-	setCause := func(c stopCause) { causeOnce.Do(func() { cause = c; close(stop) }) }
+	var (
+		causeMu   sync.Mutex
+		cause     stopCause
+		causeOnce sync.Once
+	)
+	setCause := func(c stopCause) {
+		causeOnce.Do(func() {
+			causeMu.Lock()
+			cause = c
+			causeMu.Unlock()
+			close(stop)
+		})
+	}
+	// currentCause reads cause: the kubelet's shutdown can set it while the
+	// pod finishes.
+	currentCause := func() stopCause {
+		causeMu.Lock()
+		defer causeMu.Unlock()
+		return cause
+	}
 	var deadline <-chan time.Time
 	if ads := pod.Spec.ActiveDeadlineSeconds; ads != nil {
 		t := time.NewTimer(time.Duration(*ads) * time.Second)
@@ -174,7 +191,7 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		w.setWaiting("ContainerCreating", err.Error())
 		w.report(ctx)
 		if !retryDelay(ctx, stop, time.Second) {
-			w.finish(ctx, pod, cause)
+			w.finish(ctx, pod, currentCause())
 			return
 		}
 	}
@@ -211,7 +228,7 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		w.setContainerWaiting(failed.Name, reason, pullErr.Error())
 		w.report(ctx)
 		if !retryDelay(ctx, stop, backoff) {
-			w.finish(ctx, pod, cause)
+			w.finish(ctx, pod, currentCause())
 			return
 		}
 		backoff = min(2*backoff, 10*time.Second)
@@ -221,16 +238,16 @@ func (w *podWorker) run(pod *corev1.Pod) {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		for {
-			code := w.runOne(ctx, pod, c, imgs[c.Name], vols, w.inits[i], stop, func() stopCause { return cause })
+			code := w.runOne(ctx, pod, c, imgs[c.Name], vols, w.inits[i], stop, currentCause)
 			if code == 0 {
 				break
 			}
 			if stopped(stop) || pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-				w.finish(ctx, pod, cause)
+				w.finish(ctx, pod, currentCause())
 				return
 			}
 			if !retryDelay(ctx, stop, time.Second) {
-				w.finish(ctx, pod, cause)
+				w.finish(ctx, pod, currentCause())
 				return
 			}
 		}
@@ -247,7 +264,7 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		go func() {
 			defer wg.Done()
 			for {
-				code := w.runOne(ctx, pod, c, imgs[c.Name], vols, w.mains[i], stop, func() stopCause { return cause })
+				code := w.runOne(ctx, pod, c, imgs[c.Name], vols, w.mains[i], stop, currentCause)
 				if stopped(stop) || pod.Spec.RestartPolicy == corev1.RestartPolicyNever ||
 					(code == 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure) {
 					return
@@ -259,7 +276,7 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		}()
 	}
 	wg.Wait()
-	w.finish(ctx, pod, cause)
+	w.finish(ctx, pod, currentCause())
 }
 
 func stopped(stop <-chan struct{}) bool {
