@@ -134,6 +134,10 @@ const (
 	StateLockedReason       = "StateLocked"
 	StateLostReason         = "StateLost"
 	StateNotFoundReason     = "StateNotFound"
+	// StateSecretForeignReason: a Secret carries a state Secret's name
+	// but not CAPTF's owner labels for the object; it is never deleted and
+	// the finalizer stays until it is removed or labelled.
+	StateSecretForeignReason = "StateSecretForeign"
 )
 
 // RestoreJobSucceeded reasons.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -395,8 +397,51 @@ func (f *Flow) setMoveBlock(ctx context.Context, p *Pass) error {
 // cleanup runs once a destroy succeeded or there was nothing to destroy:
 // the state, durable inputs and leases go, the object leaves its credential
 // mirror's owners, and the finalizer is removed.
+//
+// What is deleted is decided from live reads, never from the cache: the
+// state Secrets are read by their names (a Secret the cache does not hold,
+// or one without labels, is found), one that is not the object's is
+// reported and never deleted, and without a destroy the object must hold
+// no state at all, a free run lease and no Job or pod still running.
+// Only the Secrets read are deleted, each with a UID precondition.
 func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
-	if err := state.DeleteState(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix); err != nil {
+	ns := p.Obj.GetNamespace()
+	secrets, err := state.Live(ctx, f.APIReader, ns, p.Suffix)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for i := range secrets {
+		if !state.Owned(&secrets[i], p.owner()) {
+			foreign = append(foreign, secrets[i].Name)
+		}
+	}
+	if len(foreign) > 0 {
+		p.record(fromRefusal, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateSecretForeignReason,
+			"Secret "+strings.Join(foreign, ", ")+" carries this object's state name but not CAPTF's owner labels for it; "+
+				"it is never deleted, and the finalizer stays until it is removed or labelled")
+		p.Requeue(decide.RequeueNotReady)
+		return nil
+	}
+	if p.Decision.Reason == decide.ReasonNoStateToDestroy {
+		if len(secrets) > 0 {
+			// State exists that the cache did not show: decide again once
+			// the cache holds it (a destroy is due then).
+			ctrl.LoggerFrom(ctx).Info("State found live that the cache does not hold yet; not removing the finalizer", "secret", secrets[0].Name)
+			p.Requeue(decide.RequeueJobCacheStale)
+			return nil
+		}
+		busy, err := f.runBusy(ctx, p)
+		if err != nil {
+			return err
+		}
+		if busy != "" {
+			ctrl.LoggerFrom(ctx).Info("A run of the object may still write state; not removing the finalizer", "run", busy)
+			p.Requeue(decide.RequeueJobCacheStale)
+			return nil
+		}
+	}
+	if err := state.DeleteRead(ctx, f.Client, ns, p.Suffix, secrets); err != nil {
 		return fmt.Errorf("failed to delete the state: %w", err)
 	}
 	durable := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: DurableName(p.Kind, p.Obj.GetName()), Namespace: p.Obj.GetNamespace()}}
@@ -458,4 +503,39 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 		metrics.LeaseWait(p.Kind, w.metric)
 	}
 	p.record(fromRefusal, t, metav1ConditionUnknown, w.Reason, w.Message)
+}
+
+// runBusy says what of the object may still be running, read live: the
+// holder of its run lease, a Job of its that has not finished, or a runner
+// pod still running; "" when none.
+func (f *Flow) runBusy(ctx context.Context, p *Pass) (string, error) {
+	ns := p.Obj.GetNamespace()
+	h, st, err := f.leases().RunHolder(ctx, ns, p.Suffix)
+	if err != nil {
+		return "", err
+	}
+	if st.Held() {
+		return "run lease held by Job " + h.Name, nil
+	}
+	o := p.owner()
+	sel := client.MatchingLabels{infrav1.ManagedLabel: "true", infrav1.OwnerKindLabel: string(o.Kind), infrav1.OwnerNameLabel: owner.LabelValue(o.Name)}
+	var list batchv1.JobList
+	if err := f.APIReader.List(ctx, &list, client.InNamespace(ns), sel); err != nil {
+		return "", fmt.Errorf("failed to list Jobs: %w", err)
+	}
+	for i := range list.Items {
+		if !jobs.IsFinished(&list.Items[i]) {
+			return "Job " + list.Items[i].Name, nil
+		}
+	}
+	var pods corev1.PodList
+	if err := f.APIReader.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+		return "", fmt.Errorf("failed to list runner pods: %w", err)
+	}
+	for i := range pods.Items {
+		if ph := pods.Items[i].Status.Phase; ph != corev1.PodSucceeded && ph != corev1.PodFailed {
+			return "pod " + pods.Items[i].Name, nil
+		}
+	}
+	return "", nil
 }

@@ -1,0 +1,102 @@
+package lifecycle
+
+import (
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// TestNothingLost checks that a deletion never drops the finalizer, or
+// deletes state, on what the cache shows alone (The Reconcile Lifecycle,
+// deletion; Terraform State, cleanup).
+func TestNothingLost(t *testing.T) {
+	t.Parallel()
+
+	// A Secret under the state's name that no label selects (the cache
+	// does not hold it, the label-selected list does not show it) keeps
+	// the finalizer; one that is not CAPTF's is reported and never
+	// deleted.
+	t.Run("deletion_keeps_finalizer_for_state_not_in_the_cache", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		name := state.SecretName(e.suffixOf(w.TC))
+		e.create(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+			Data:       map[string][]byte{state.DataKey: []byte("not a state")},
+		})
+		e.delete(w.TC)
+		m := e.mark(w.TC)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		if e.gone(w.TC) {
+			t.Fatal("the finalizer went while a state Secret exists")
+		}
+		if e.secret(name) == nil {
+			t.Fatal("a state Secret that is not CAPTF's was deleted")
+		}
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateSecretForeignReason)
+		if n := len(e.eventsOf(w.TC, m, infrav1.StateUnreadableEvent)); n != 1 {
+			t.Fatalf("StateUnreadable emitted %d times, want once", n)
+		}
+		e.wantNoEvent(w.TC, m, infrav1.FinalizerRemovedEvent)
+
+		// CAPTF's owner labels but not the backend's: the object's own
+		// state, still invisible to the label-selected read. The finalizer
+		// stays, nothing is deleted.
+		s := e.secret(name)
+		s.Labels = map[string]string{infrav1.ManagedLabel: "true", infrav1.OwnerKindLabel: kindOf(w.TC), infrav1.OwnerNameLabel: owner.LabelValue(w.TC.Name)}
+		if err := k8s.Update(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.mustPass(w.TC)
+		if e.gone(w.TC) || e.secret(name) == nil {
+			t.Fatal("the finalizer went, or the state was deleted, while the state exists live")
+		}
+
+		// Gone for real: the finalizer goes.
+		if err := k8s.Delete(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.mustPass(w.TC)
+		if !e.gone(w.TC) {
+			t.Fatalf("the finalizer stays once no state exists: %v", w.TC.Finalizers)
+		}
+	})
+
+	// A run lease held by a Job that may still start keeps the finalizer
+	// of an object with no state: that Job may be about to write it.
+	t.Run("deletion_without_state_waits_for_the_run_lease", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		now := metav1.NewMicroTime(e.clock())
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: lease.RunName(e.suffixOf(w.TC))},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("captf-tc-prod-apply-a1-0123456789"), AcquireTime: &now, RenewTime: &now},
+		}
+		e.create(l)
+		e.delete(w.TC)
+		e.mustPass(w.TC)
+		if e.gone(w.TC) {
+			t.Fatal("the finalizer went while the run lease is held by a Job that may start")
+		}
+		if err := k8s.Delete(e.ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		e.mustPass(w.TC)
+		if !e.gone(w.TC) {
+			t.Fatalf("the finalizer stays once the run lease is free: %v", w.TC.Finalizers)
+		}
+	})
+}
