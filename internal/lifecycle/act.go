@@ -3,7 +3,9 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	batchv1 "k8s.io/api/batch/v1"
@@ -171,7 +173,7 @@ func (f *Flow) reportWait(p *Pass) {
 		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
 	case infrav1.RestoreBackupNotFoundReason:
 		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
-			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
+			"no state backup with the serial "+quoteCapped(p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation], maxEchoBytes))
 	case infrav1.StateLostReason:
 		if c := p.Condition(infrav1.StateReadableCondition); c == nil || c.Reason != infrav1.StateLostReason {
 			// A TerraformMachine whose state carries no inputs hash:
@@ -538,4 +540,20 @@ func (f *Flow) runBusy(ctx context.Context, p *Pass) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// maxEchoBytes caps an annotation value echoed into a condition message.
+const maxEchoBytes = 64
+
+// quoteCapped quotes v for a message, cut to n bytes (on a UTF-8
+// boundary) with the cut said.
+func quoteCapped(v string, n int) string {
+	if len(v) <= n {
+		return strconv.Quote(v)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (cut from %d bytes)", len(v))
 }

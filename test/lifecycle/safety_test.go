@@ -1,16 +1,23 @@
 package lifecycle
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -97,6 +104,82 @@ func TestNothingLost(t *testing.T) {
 		e.mustPass(w.TC)
 		if !e.gone(w.TC) {
 			t.Fatalf("the finalizer stays once the run lease is free: %v", w.TC.Finalizers)
+		}
+	})
+}
+
+// TestUntrustedResults checks that a result document is input from a pod:
+// what does not fit the API's bounds is clamped before it reaches status,
+// the clamping is said, and the Job is bookkept once (Security Model,
+// results from pods).
+func TestUntrustedResults(t *testing.T) {
+	t.Parallel()
+
+	t.Run("oversized_plan_is_clamped_and_booked_once", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", func(tc *infrav1.TerraformCluster) { tc.Spec.ApplyPolicy = infrav1.ApplyPolicyManual })
+		e.update(w.TC, func() { w.TC.Spec.Variables = map[string]apiextensionsv1.JSON{"size": jsonString("large")} })
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		plan := e.wantJob(w.TC, infrav1.OperationPlan)
+		long := "module.role.terraform_data." + strings.Repeat("x", 700)
+		resources := []string{long, ""}
+		for i := range 60 {
+			resources = append(resources, fmt.Sprintf("module.role.terraform_data.r%d (create)", i))
+		}
+		d := doc(infrav1.OperationPlan, succeeded)
+		d.Plan = &result.Plan{Hash: "p1:" + strings.Repeat("a", 64), Add: -5, Change: 1 << 40, Destroy: 2, Resources: resources}
+		raw, err := json.Marshal(d) // as a pod could write it, unbounded
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.advance(time.Minute)
+		e.finishJobMessage(plan, succeeded, string(raw))
+		m := e.mark(w.TC)
+		e.mustPass(w.TC)
+		pl := w.TC.Status.Plan
+		if pl == nil {
+			t.Fatal("status.plan was not recorded")
+		}
+		if pl.Add != 0 || pl.Change != math.MaxInt32 || pl.Destroy != 2 {
+			t.Fatalf("counts %d/%d/%d, want 0/%d/2", pl.Add, pl.Change, pl.Destroy, math.MaxInt32)
+		}
+		if len(pl.Resources) != 50 || len(pl.Resources[0]) > 600 || !pl.Truncated {
+			t.Fatalf("resources: %d entries, first %d bytes, truncated %v", len(pl.Resources), len(pl.Resources[0]), pl.Truncated)
+		}
+		c := e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionUnknown, infrav1.PlanAwaitingApprovalReason)
+		for _, want := range []string{"plan add -5 clamped to 0", "cut to 600 bytes", "shortened"} {
+			if !strings.Contains(c.Message, want) {
+				t.Errorf("condition message does not say %q: %s", want, c.Message)
+			}
+		}
+		e.refresh(plan)
+		if plan.Annotations[infrav1.BookkeptAnnotation] != "true" {
+			t.Fatal("the plan Job was not marked bookkept")
+		}
+		e.mustPass(w.TC)
+		if n := len(e.eventsOf(w.TC, m, infrav1.PlanReadyEvent)); n != 1 {
+			t.Fatalf("PlanReady emitted %d times, want once", n)
+		}
+	})
+
+	t.Run("result_for_another_operation_is_unreadable", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", func(tc *infrav1.TerraformCluster) { tc.Spec.ApplyPolicy = infrav1.ApplyPolicyManual })
+		e.update(w.TC, func() { w.TC.Spec.Variables = map[string]apiextensionsv1.JSON{"size": jsonString("large")} })
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		plan := e.wantJob(w.TC, infrav1.OperationPlan)
+		d := doc(infrav1.OperationApply, succeeded)
+		d.Plan = &result.Plan{Hash: "p1:" + strings.Repeat("b", 64), Add: 1}
+		raw, _ := json.Marshal(d)
+		e.advance(time.Minute)
+		e.finishJobMessage(plan, succeeded, string(raw))
+		e.mustPass(w.TC)
+		if w.TC.Status.Plan != nil {
+			t.Fatalf("a result for another operation was recorded: %+v", w.TC.Status.Plan)
 		}
 	})
 }
