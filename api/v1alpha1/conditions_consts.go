@@ -123,6 +123,10 @@ const (
 	WaitingForClusterOperationReason  = "WaitingForClusterOperation"
 	WaitingForMachineOperationsReason = "WaitingForMachineOperations"
 	WaitingForRunLeaseReason          = "WaitingForRunLease"
+	// JobInvalidReason: the Job of the operation cannot be built, or the
+	// API server refuses it; no lease is held and no Job runs until the
+	// object's spec changes.
+	JobInvalidReason = "JobInvalid"
 )
 
 // StateReadable reasons.

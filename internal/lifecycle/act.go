@@ -248,6 +248,14 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		run.Inputs = jobs.Inputs{MainTF: p.Inputs.Rendered.MainTF, TFVars: p.Inputs.Rendered.TFVars}
 	}
 
+	// The Job is built before any lease is taken: a Job that can never
+	// be created is reported and holds nothing.
+	job, dropped, err := jobs.Build(run)
+	if err != nil {
+		f.reportJobInvalid(p, op, fmt.Sprintf("Job %s cannot be built: %v", plan.Name, err))
+		return nil
+	}
+
 	wait, err := f.acquireLeases(ctx, p, plan.Name, op)
 	if err != nil {
 		return err
@@ -267,16 +275,21 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		return err
 	}
 
-	job, dropped, err := jobs.Build(run)
-	if err != nil {
-		return fmt.Errorf("failed to build Job %s: %w", plan.Name, err)
-	}
 	if len(dropped) > 0 {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
 			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
 	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			// The API server refuses this Job whatever the pass: give the
+			// leases back at once and say why.
+			if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
+				return rerr
+			}
+			f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
+			return nil
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
 		}
@@ -489,6 +502,43 @@ func (f *Flow) dropFinalizer(ctx context.Context, p *Pass) error {
 	metrics.ObjectDeleted(p.Kind, p.Obj.GetNamespace(), p.Obj.GetName())
 	f.written.forget(p.Obj.GetUID())
 	return nil
+}
+
+// jobCondition is the condition an operation's Job reports on.
+func jobCondition(op infrav1.Operation) string {
+	switch op {
+	case infrav1.OperationDrift, infrav1.OperationRefresh:
+		return infrav1.DriftJobSucceededCondition
+	case infrav1.OperationRestore:
+		return infrav1.RestoreJobSucceededCondition
+	}
+	return infrav1.ApplyJobSucceededCondition
+}
+
+// reportJobInvalid reports a Job that cannot be created (JobInvalid on the
+// operation's condition, a JobInvalid event once per cause); the object
+// waits for its spec to change.
+func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
+	msg = capMessage(msg)
+	t := jobCondition(op)
+	if prev := p.Before(t); prev == nil || prev.Reason != infrav1.JobInvalidReason || prev.Message != msg {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInvalidEvent, msg)
+	}
+	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobInvalidReason, msg)
+	p.Requeue(decide.RequeueFixInput)
+}
+
+// capMessage keeps a condition message within 1024 bytes.
+func capMessage(m string) string {
+	const n = 1024
+	if len(m) <= n {
+		return m
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut]
 }
 
 // reportLeaseWait reports a lease wait on the operation's condition.

@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
@@ -181,5 +182,37 @@ func TestUntrustedResults(t *testing.T) {
 		if w.TC.Status.Plan != nil {
 			t.Fatalf("a result for another operation was recorded: %+v", w.TC.Status.Plan)
 		}
+	})
+}
+
+// TestImpossibleJobs checks that a Job that can never be created is
+// reported before any lease is taken (The Reconcile Lifecycle, act).
+func TestImpossibleJobs(t *testing.T) {
+	t.Parallel()
+
+	t.Run("unbuildable_job_reports_JobInvalid_and_takes_no_lease", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", func(tc *infrav1.TerraformCluster) { tc.Spec.Source.Image = "registry.example/captf/module:v1 latest" })
+		e.mustPass(w.TC)
+		m := e.mark(w.TC)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+		c := e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionFalse, infrav1.JobInvalidReason)
+		if !strings.Contains(c.Message, "module image") {
+			t.Errorf("the message does not name the cause: %s", c.Message)
+		}
+		if n := len(e.eventsOf(w.TC, m, infrav1.JobInvalidEvent)); n != 1 {
+			t.Fatalf("JobInvalid emitted %d times, want once", n)
+		}
+		l := &coordinationv1.Lease{}
+		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: lease.RunName(e.suffixOf(w.TC))}, l); err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			t.Fatalf("the run lease is held by %s for a Job that cannot exist", *l.Spec.HolderIdentity)
+		}
+		// Fixed: the Job starts.
+		e.update(w.TC, func() { w.TC.Spec.Source.Image = moduleImage })
+		e.mustPass(w.TC)
+		e.wantJob(w.TC, infrav1.OperationApply)
 	})
 }
