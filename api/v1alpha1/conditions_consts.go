@@ -123,6 +123,10 @@ const (
 	WaitingForClusterOperationReason  = "WaitingForClusterOperation"
 	WaitingForMachineOperationsReason = "WaitingForMachineOperations"
 	WaitingForRunLeaseReason          = "WaitingForRunLease"
+	// JobInvalidReason: the Job of the operation cannot be built, or the
+	// API server refuses it; no lease is held and no Job runs until the
+	// object's spec changes.
+	JobInvalidReason = "JobInvalid"
 )
 
 // StateReadable reasons.
@@ -134,6 +138,10 @@ const (
 	StateLockedReason       = "StateLocked"
 	StateLostReason         = "StateLost"
 	StateNotFoundReason     = "StateNotFound"
+	// StateSecretForeignReason: a Secret carries a state Secret's name
+	// but not CAPTF's owner labels for the object; it is never deleted and
+	// the finalizer stays until it is removed or labelled.
+	StateSecretForeignReason = "StateSecretForeign"
 )
 
 // RestoreJobSucceeded reasons.

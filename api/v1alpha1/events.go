@@ -54,6 +54,9 @@ const (
 	WaitingForClusterOperationEvent      = "WaitingForClusterOperation"
 	WaitingForMachineOperationsEvent     = "WaitingForMachineOperations"
 	WaitingForRunLeaseEvent              = "WaitingForRunLease"
+	// JobInvalidEvent reports a Job that cannot be built or that the API
+	// server refuses.
+	JobInvalidEvent = "JobInvalid"
 	// EnvVarDroppedEvent reports spec.jobs.env entries named TF_* or KUBE_*
 	// that were dropped from a Job.
 	EnvVarDroppedEvent = "EnvVarDropped"

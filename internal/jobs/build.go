@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,6 +205,9 @@ func (r *Run) validate() error {
 	}
 	if strings.TrimSpace(r.Image) == "" || strings.ContainsAny(r.Image, " \t\n") {
 		bad("module image %q is empty or holds whitespace", r.Image)
+	}
+	if _, err := name.ParseReference(r.Image, name.WeakValidation); err != nil && strings.TrimSpace(r.Image) != "" && !strings.ContainsAny(r.Image, " \t\n") {
+		bad("module image %q is not an image reference: %v", r.Image, err)
 	}
 	if strings.TrimSpace(r.RunnerImage) == "" || strings.ContainsAny(r.RunnerImage, " \t\n") {
 		bad("runner image %q is empty or holds whitespace", r.RunnerImage)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -26,6 +27,11 @@ const (
 	maxTerminationParsed = 16 << 10
 	maxUndeclared        = 16
 	maxOutputNameBytes   = 64
+	// status.plan (TerraformCluster): the plan hash is 1..128 characters,
+	// at most 50 resources of 1..600 characters each.
+	maxPlanHashBytes  = 128
+	maxPlanResources  = result.MaxPlanResources
+	maxPlanEntryBytes = result.MaxResourceBytes
 )
 
 // Result is what a finished Job's runner reported, mapped to the API.
@@ -59,6 +65,10 @@ type Result struct {
 	// declare, sorted and de-duplicated (OutputsValid=False/OutputsMissing);
 	// nil when none or when OutputsChecked is false.
 	UndeclaredOutputs []string
+	// Clamped names what of the document was brought within the API's
+	// bounds (a negative or oversized count, a resource address cut,
+	// a list shortened), for the condition message; nil when nothing was.
+	Clamped []string
 }
 
 // TerminationMessage returns the termination message of the module
@@ -105,6 +115,10 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 		res.Problem = problemOf(err)
 		return res
 	}
+	if doc.Op != op {
+		res.Problem = fmt.Sprintf("result document is for operation %q, not the Job's %s", truncate(string(doc.Op), 32), op)
+		return res
+	}
 	if doc.Error != nil && !knownErrorKind(doc.Error.Kind) {
 		res.Problem = fmt.Sprintf("result document has an unknown error kind %q", truncate(string(doc.Error.Kind), 32))
 		return res
@@ -112,8 +126,8 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 	res.Readable = true
 	res.Document = doc
 	res.RuntimeVersion = truncate(doc.Runtime.Version, maxRuntimeVersion)
-	res.Plan = doc.Plan
-	res.Changes = doc.Changes
+	res.Plan = boundPlan(doc.Plan, &res.Clamped)
+	res.Changes = boundChanges(doc.Changes, &res.Clamped)
 	if m := doc.Module; m != nil {
 		res.OutputsChecked = true
 		res.UndeclaredOutputs = undeclaredOutputs(m.UndeclaredOutputs)
@@ -162,6 +176,96 @@ func DecodeResult(job string, op infrav1.Operation, message string) Result {
 		res.LastRun.Drift = ds
 	}
 	return res
+}
+
+// PlanPreview is the plan as status.plan of a TerraformCluster records it,
+// for the Job of the given name and inputs hash; nil without a plan. The
+// plan is already within the API's bounds (DecodeResult).
+func (r *Result) PlanPreview(job, inputsHash string, created metav1.Time) *infrav1.PlanPreview {
+	pl := r.Plan
+	if pl == nil {
+		return nil
+	}
+	return &infrav1.PlanPreview{
+		InputsHash: inputsHash,
+		Job:        job,
+		PlanHash:   pl.Hash,
+		Add:        clampCount(pl.Add),
+		Change:     clampCount(pl.Change),
+		Destroy:    clampCount(pl.Destroy),
+		Resources:  slices.Clone(pl.Resources),
+		Truncated:  pl.Truncated,
+		CreatedAt:  &created,
+	}
+}
+
+// boundPlan brings a plan within status.plan's bounds, noting what it
+// changed: counts within 0..2147483647, resources non-empty, cut to 600
+// bytes on a UTF-8 boundary and at most 50 (Truncated then set). A plan
+// whose hash is empty or over 128 bytes cannot be approved and is dropped.
+func boundPlan(in *result.Plan, notes *[]string) *result.Plan {
+	if in == nil {
+		return nil
+	}
+	if in.Hash == "" || len(in.Hash) > maxPlanHashBytes || !utf8.ValidString(in.Hash) {
+		*notes = append(*notes, fmt.Sprintf("the plan was dropped: its hash is empty, over %d bytes or not UTF-8", maxPlanHashBytes))
+		return nil
+	}
+	out := *in
+	out.Add = boundCount("plan add", in.Add, notes)
+	out.Change = boundCount("plan change", in.Change, notes)
+	out.Destroy = boundCount("plan destroy", in.Destroy, notes)
+	out.Outputs = boundCount("plan outputs", in.Outputs, notes)
+	out.Import = boundCount("plan import", in.Import, notes)
+	out.Move = boundCount("plan move", in.Move, notes)
+	out.Resources = nil
+	cut, empty := 0, 0
+	for _, r := range in.Resources {
+		if len(out.Resources) == maxPlanResources {
+			*notes = append(*notes, fmt.Sprintf("plan resources shortened from %d to %d", len(in.Resources), maxPlanResources))
+			out.Truncated = true
+			break
+		}
+		t := truncate(r, maxPlanEntryBytes)
+		switch {
+		case t == "":
+			empty++
+			continue
+		case t != r:
+			cut++
+		}
+		out.Resources = append(out.Resources, t)
+	}
+	if cut > 0 {
+		*notes = append(*notes, fmt.Sprintf("%d plan resource address(es) cut to %d bytes", cut, maxPlanEntryBytes))
+	}
+	if empty > 0 {
+		*notes = append(*notes, fmt.Sprintf("%d empty plan resource address(es) dropped", empty))
+		out.Truncated = true
+	}
+	return &out
+}
+
+// boundChanges keeps the apply or destroy counts within 0..2147483647.
+func boundChanges(in *result.Changes, notes *[]string) *result.Changes {
+	if in == nil {
+		return nil
+	}
+	return &result.Changes{
+		Add:     boundCount("changes add", in.Add, notes),
+		Change:  boundCount("changes change", in.Change, notes),
+		Destroy: boundCount("changes destroy", in.Destroy, notes),
+		Import:  boundCount("changes import", in.Import, notes),
+	}
+}
+
+// boundCount clamps a count to 0..2147483647, noting a change.
+func boundCount(what string, v int, notes *[]string) int {
+	c := int(clampCount(v))
+	if c != v {
+		*notes = append(*notes, fmt.Sprintf("%s %d clamped to %d", what, v, c))
+	}
+	return c
 }
 
 // undeclaredOutputs bounds the runner's list of undeclared outputs: names

@@ -191,6 +191,9 @@ func TestDecodeResultUnreadable(t *testing.T) {
 		{"JSON null", "null", "version 0"},
 		{"a wrong type", `{"version":1,"steps":"init"}`, "not valid JSON"},
 		{"an unknown error kind", `{"version":1,"op":"apply","error":{"kind":"exploded","step":null}}`, `unknown error kind "exploded"`},
+		{"an unknown field (a pod's own invention)", `{"version":1,"op":"apply","steps":[],"plan2":{}}`, `unknown field "plan2"`},
+		{"data after the document", `{"version":1,"op":"apply","steps":[]} {"version":1}`, "data after its JSON object"},
+		{"a document for another operation", `{"version":1,"op":"destroy","steps":[]}`, `for operation "destroy", not the Job's apply`},
 		{"an oversized message", strings.Repeat(" ", 10) + "{" + strings.Repeat(`"a":1,`, 5000) + `"version":1}`, "over 16384 bytes"},
 	}
 	for _, tt := range tests {

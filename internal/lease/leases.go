@@ -240,6 +240,24 @@ func (l *Leases) Leave(ctx context.Context, c Claim) error {
 	return errors.Join(errs...)
 }
 
+// RunHolder reads an object's run lease and judges its holder; a missing
+// lease is Free.
+func (l *Leases) RunHolder(ctx context.Context, namespace, suffix string) (Holder, HolderState, error) {
+	lease := &coordinationv1.Lease{}
+	key := types.NamespacedName{Namespace: namespace, Name: RunName(suffix)}
+	if err := l.Reader.Get(ctx, key, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Holder{}, Free, nil
+		}
+		return Holder{}, "", fmt.Errorf("failed to read Lease %s: %w", key, err)
+	}
+	h, err := l.holder(ctx, lease)
+	if err != nil {
+		return Holder{}, "", err
+	}
+	return h, Assess(h, l.now()), nil
+}
+
 // ClusterHolder reads the Cluster's write lease and judges its holder; a
 // missing lease is Free.
 func (l *Leases) ClusterHolder(ctx context.Context, namespace, cluster string) (Holder, HolderState, error) {

@@ -3,13 +3,16 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -169,7 +173,7 @@ func (f *Flow) reportWait(p *Pass) {
 		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
 	case infrav1.RestoreBackupNotFoundReason:
 		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
-			"no state backup with the serial "+p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation])
+			"no state backup with the serial "+quoteCapped(p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation], maxEchoBytes))
 	case infrav1.StateLostReason:
 		if c := p.Condition(infrav1.StateReadableCondition); c == nil || c.Reason != infrav1.StateLostReason {
 			// A TerraformMachine whose state carries no inputs hash:
@@ -244,6 +248,14 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		run.Inputs = jobs.Inputs{MainTF: p.Inputs.Rendered.MainTF, TFVars: p.Inputs.Rendered.TFVars}
 	}
 
+	// The Job is built before any lease is taken: a Job that can never
+	// be created is reported and holds nothing.
+	job, dropped, err := jobs.Build(run)
+	if err != nil {
+		f.reportJobInvalid(p, op, fmt.Sprintf("Job %s cannot be built: %v", plan.Name, err))
+		return nil
+	}
+
 	wait, err := f.acquireLeases(ctx, p, plan.Name, op)
 	if err != nil {
 		return err
@@ -263,16 +275,21 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		return err
 	}
 
-	job, dropped, err := jobs.Build(run)
-	if err != nil {
-		return fmt.Errorf("failed to build Job %s: %w", plan.Name, err)
-	}
 	if len(dropped) > 0 {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
 			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
 	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			// The API server refuses this Job whatever the pass: give the
+			// leases back at once and say why.
+			if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
+				return rerr
+			}
+			f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
+			return nil
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
 		}
@@ -395,8 +412,51 @@ func (f *Flow) setMoveBlock(ctx context.Context, p *Pass) error {
 // cleanup runs once a destroy succeeded or there was nothing to destroy:
 // the state, durable inputs and leases go, the object leaves its credential
 // mirror's owners, and the finalizer is removed.
+//
+// What is deleted is decided from live reads, never from the cache: the
+// state Secrets are read by their names (a Secret the cache does not hold,
+// or one without labels, is found), one that is not the object's is
+// reported and never deleted, and without a destroy the object must hold
+// no state at all, a free run lease and no Job or pod still running.
+// Only the Secrets read are deleted, each with a UID precondition.
 func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
-	if err := state.DeleteState(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix); err != nil {
+	ns := p.Obj.GetNamespace()
+	secrets, err := state.Live(ctx, f.APIReader, ns, p.Suffix)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for i := range secrets {
+		if !state.Owned(&secrets[i], p.owner()) {
+			foreign = append(foreign, secrets[i].Name)
+		}
+	}
+	if len(foreign) > 0 {
+		p.record(fromRefusal, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateSecretForeignReason,
+			"Secret "+strings.Join(foreign, ", ")+" carries this object's state name but not CAPTF's owner labels for it; "+
+				"it is never deleted, and the finalizer stays until it is removed or labelled")
+		p.Requeue(decide.RequeueNotReady)
+		return nil
+	}
+	if p.Decision.Reason == decide.ReasonNoStateToDestroy {
+		if len(secrets) > 0 {
+			// State exists that the cache did not show: decide again once
+			// the cache holds it (a destroy is due then).
+			ctrl.LoggerFrom(ctx).Info("State found live that the cache does not hold yet; not removing the finalizer", "secret", secrets[0].Name)
+			p.Requeue(decide.RequeueJobCacheStale)
+			return nil
+		}
+		busy, err := f.runBusy(ctx, p)
+		if err != nil {
+			return err
+		}
+		if busy != "" {
+			ctrl.LoggerFrom(ctx).Info("A run of the object may still write state; not removing the finalizer", "run", busy)
+			p.Requeue(decide.RequeueJobCacheStale)
+			return nil
+		}
+	}
+	if err := state.DeleteRead(ctx, f.Client, ns, p.Suffix, secrets); err != nil {
 		return fmt.Errorf("failed to delete the state: %w", err)
 	}
 	durable := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: DurableName(p.Kind, p.Obj.GetName()), Namespace: p.Obj.GetNamespace()}}
@@ -444,6 +504,43 @@ func (f *Flow) dropFinalizer(ctx context.Context, p *Pass) error {
 	return nil
 }
 
+// jobCondition is the condition an operation's Job reports on.
+func jobCondition(op infrav1.Operation) string {
+	switch op {
+	case infrav1.OperationDrift, infrav1.OperationRefresh:
+		return infrav1.DriftJobSucceededCondition
+	case infrav1.OperationRestore:
+		return infrav1.RestoreJobSucceededCondition
+	}
+	return infrav1.ApplyJobSucceededCondition
+}
+
+// reportJobInvalid reports a Job that cannot be created (JobInvalid on the
+// operation's condition, a JobInvalid event once per cause); the object
+// waits for its spec to change.
+func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
+	msg = capMessage(msg)
+	t := jobCondition(op)
+	if prev := p.Before(t); prev == nil || prev.Reason != infrav1.JobInvalidReason || prev.Message != msg {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInvalidEvent, msg)
+	}
+	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobInvalidReason, msg)
+	p.Requeue(decide.RequeueFixInput)
+}
+
+// capMessage keeps a condition message within 1024 bytes.
+func capMessage(m string) string {
+	const n = 1024
+	if len(m) <= n {
+		return m
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut]
+}
+
 // reportLeaseWait reports a lease wait on the operation's condition.
 func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 	t := infrav1.ApplyJobSucceededCondition
@@ -458,4 +555,55 @@ func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
 		metrics.LeaseWait(p.Kind, w.metric)
 	}
 	p.record(fromRefusal, t, metav1ConditionUnknown, w.Reason, w.Message)
+}
+
+// runBusy says what of the object may still be running, read live: the
+// holder of its run lease, a Job of its that has not finished, or a runner
+// pod still running; "" when none.
+func (f *Flow) runBusy(ctx context.Context, p *Pass) (string, error) {
+	ns := p.Obj.GetNamespace()
+	h, st, err := f.leases().RunHolder(ctx, ns, p.Suffix)
+	if err != nil {
+		return "", err
+	}
+	if st.Held() {
+		return "run lease held by Job " + h.Name, nil
+	}
+	o := p.owner()
+	sel := client.MatchingLabels{infrav1.ManagedLabel: "true", infrav1.OwnerKindLabel: string(o.Kind), infrav1.OwnerNameLabel: owner.LabelValue(o.Name)}
+	var list batchv1.JobList
+	if err := f.APIReader.List(ctx, &list, client.InNamespace(ns), sel); err != nil {
+		return "", fmt.Errorf("failed to list Jobs: %w", err)
+	}
+	for i := range list.Items {
+		if !jobs.IsFinished(&list.Items[i]) {
+			return "Job " + list.Items[i].Name, nil
+		}
+	}
+	var pods corev1.PodList
+	if err := f.APIReader.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+		return "", fmt.Errorf("failed to list runner pods: %w", err)
+	}
+	for i := range pods.Items {
+		if ph := pods.Items[i].Status.Phase; ph != corev1.PodSucceeded && ph != corev1.PodFailed {
+			return "pod " + pods.Items[i].Name, nil
+		}
+	}
+	return "", nil
+}
+
+// maxEchoBytes caps an annotation value echoed into a condition message.
+const maxEchoBytes = 64
+
+// quoteCapped quotes v for a message, cut to n bytes (on a UTF-8
+// boundary) with the cut said.
+func quoteCapped(v string, n int) string {
+	if len(v) <= n {
+		return strconv.Quote(v)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (cut from %d bytes)", len(v))
 }

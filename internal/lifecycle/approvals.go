@@ -98,19 +98,12 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 	}
 	pl := c.Result.Plan
 	created := metav1.NewTime(c.FinishedAt)
-	*plan = &infrav1.PlanPreview{
-		InputsHash: job.Annotations[infrav1.InputsHashAnnotation],
-		Job:        job.Name,
-		PlanHash:   pl.Hash,
-		Add:        int32(pl.Add),
-		Change:     int32(pl.Change),
-		Destroy:    int32(pl.Destroy),
-		Resources:  pl.Resources,
-		Truncated:  pl.Truncated,
-		CreatedAt:  &created,
-	}
+	*plan = c.Result.PlanPreview(job.Name, job.Annotations[infrav1.InputsHashAnnotation], created)
 	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate %s %s -n %s %s=%s --overwrite",
 		pl.Hash, pl.Add, pl.Change, pl.Destroy, strings.ToLower(string(p.Kind)), p.Obj.GetName(), p.Obj.GetNamespace(), infrav1.ApprovePlanAnnotation, pl.Hash)
+	if len(c.Result.Clamped) > 0 {
+		msg += "; the runner's result was brought within bounds: " + strings.Join(c.Result.Clamped, "; ")
+	}
 	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
 	return msg
 }

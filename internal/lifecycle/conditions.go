@@ -235,7 +235,7 @@ func (f *Flow) transitionEvents(p *Pass) {
 		switch a.Reason {
 		case infrav1.StateLostReason:
 			f.event(p, nil, corev1.EventTypeWarning, infrav1.StateLostEvent, a.Message)
-		case infrav1.StateCorruptReason, infrav1.StateInconsistentReason, infrav1.StateEncryptedReason:
+		case infrav1.StateCorruptReason, infrav1.StateInconsistentReason, infrav1.StateEncryptedReason, infrav1.StateSecretForeignReason:
 			f.event(p, nil, corev1.EventTypeWarning, infrav1.StateUnreadableEvent, a.Reason+": "+a.Message)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -244,7 +245,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	case infrav1.OperationApply, infrav1.OperationDestroy:
 		switch {
 		case succeeded && op == infrav1.OperationApply:
-			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, "")
+			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, clampedNote(c))
 			if remediation {
 				f.driftRemediated(p, job)
 			}
@@ -254,7 +255,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 				return err
 			}
 		case succeeded:
-			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, "")
+			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, clampedNote(c))
 		case reason != "":
 			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, reason,
 				fmt.Sprintf("Job %s: %s", job.Name, detail))
@@ -550,4 +551,13 @@ func (f *Flow) clearMoveBlock(ctx context.Context, p *Pass) error {
 	delete(a, infrav1.BlockMoveAnnotation)
 	p.Obj.SetAnnotations(a) // written by the status patch's metadata patch
 	return nil
+}
+
+// clampedNote says what of a Job's result document was brought within the
+// API's bounds, "" when nothing was.
+func clampedNote(c *jobs.Classification) string {
+	if len(c.Result.Clamped) == 0 {
+		return ""
+	}
+	return "the runner's result was brought within bounds: " + strings.Join(c.Result.Clamped, "; ")
 }

@@ -543,6 +543,17 @@ func (e *env) finishJob(job *batchv1.Job, end jobEnd, d *result.Document) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.finishJobMessage(job, end, string(msg))
+}
+
+// finishJobMessage finishes the Job as finishJob does, with msg as the
+// source container's termination message verbatim (a document the runner
+// would not have written, or no document at all).
+func (e *env) finishJobMessage(job *batchv1.Job, end jobEnd, msg string) {
+	e.t.Helper()
+	if err := k8s.Get(e.ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		e.t.Fatalf("read Job %s: %v", job.Name, err)
+	}
 	now := metav1.NewTime(e.clock())
 	start := metav1.NewTime(now.Add(-20 * time.Second))
 	exit := int32(0)
@@ -550,7 +561,7 @@ func (e *env) finishJob(job *batchv1.Job, end jobEnd, d *result.Document) {
 		exit = 1
 	}
 	e.runnerPod(job, &corev1.ContainerStateTerminated{
-		ExitCode: exit, Message: string(msg), StartedAt: start, FinishedAt: now, Reason: map[bool]string{true: "Completed", false: "Error"}[exit == 0],
+		ExitCode: exit, Message: msg, StartedAt: start, FinishedAt: now, Reason: map[bool]string{true: "Completed", false: "Error"}[exit == 0],
 	})
 
 	job.Status.StartTime = &start

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"unicode/utf8"
 
@@ -23,6 +24,9 @@ const (
 	MaxPlanResources = 50
 	// MaxDriftResources caps drift.resources.
 	MaxDriftResources = 20
+	// MaxResourceBytes caps one plan.resources entry (the CRD's
+	// status.plan.resources items allow 600 characters).
+	MaxResourceBytes = 600
 )
 
 // Document is the runner's result document.
@@ -169,6 +173,11 @@ func Marshal(d *Document) ([]byte, error) {
 	if c.Error != nil {
 		c.Error.Tail = TruncateUTF8(c.Error.Tail, MaxSummaryBytes)
 	}
+	if c.Plan != nil {
+		for i, r := range c.Plan.Resources {
+			c.Plan.Resources[i] = TruncateUTF8(r, MaxResourceBytes)
+		}
+	}
 	if c.Plan != nil && len(c.Plan.Resources) > MaxPlanResources {
 		c.Plan.Resources = c.Plan.Resources[:MaxPlanResources]
 		c.Plan.Truncated = true
@@ -245,11 +254,17 @@ func Marshal(d *Document) ([]byte, error) {
 }
 
 // Decode parses a result document, as read back from a termination message.
+// It is strict: an unknown field, or anything after the one JSON object,
+// makes the document unreadable.
 func Decode(b []byte) (*Document, error) {
 	var d Document
 	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("result document is not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("result document has data after its JSON object")
 	}
 	if d.Version != Version {
 		return nil, fmt.Errorf("result document version %d is not the supported version %d", d.Version, Version)
