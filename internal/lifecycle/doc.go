@@ -4,21 +4,27 @@
 // owner lookup, how it builds its inputs, what it does with its outputs, and
 // what it does after the flow.
 //
-// One pass, in order (flow.go):
+// One pass, in order (flow.go runs the steps; each has its own file):
 //
-//	preamble      externally managed, owner lookup (an owner wait ends the
-//	              pass unless the object is being deleted), finalizer, pause
-//	credentials   identity, credential mirror, runner RBAC (not when paused)
-//	bookkeeping   finished Jobs into status, digest pin, pruning, a Job that
-//	              vanished while it ran
-//	activeJob     a Job is running: delete it if stuck
-//	readState     state, backups, adoption, outputs into status (no Job active)
-//	buildInputs   the current inputs and their hash (no Job active)
-//	decide        internal/decide picks the next operation, or the wait
-//	act           leases, durable inputs, the move block, the Job; or cleanup
-//	patchStatus   conditions computed once, one status patch, then Jobs
-//	              marked bookkept and, after a completed deletion, the
-//	              finalizer removed
+//	preamble      preamble.go: externally managed, owner lookup (an owner
+//	              wait ends the pass unless the object is being deleted),
+//	              finalizer, pause
+//	credentials   credentials.go: identity, credential mirror, runner RBAC
+//	              (not when paused)
+//	bookkeeping   bookkeeping.go: finished Jobs into status, digest pin,
+//	              pruning, a Job that vanished while it ran
+//	activeJob     activejob.go: a Job is running: delete it if stuck
+//	readState     readstate.go: state, backups, adoption, outputs into
+//	              status (no Job active)
+//	buildInputs   inputs.go: the current inputs and their hash (no Job
+//	              active)
+//	decide        decide.go: internal/decide picks the next operation, or
+//	              the wait
+//	act           act.go: leases, durable inputs, the move block, the Job;
+//	              or cleanup
+//	patchStatus   status.go: conditions computed once (conditions.go), one
+//	              status patch, then Jobs marked bookkept and, after a
+//	              completed deletion, the finalizer removed
 //
 // The patch helper takes its snapshot before any step runs. Steps never set
 // a condition on the object: they record facts (conditions.go), and the

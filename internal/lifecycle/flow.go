@@ -9,17 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
 // Options are the manager settings the flow reads.
@@ -164,114 +159,5 @@ func (f *Flow) after(ctx context.Context, p *Pass) error {
 	return f.Adapter.After(ctx, p)
 }
 
-// preamble looks up the owner, adds the finalizer and reads the pause. An
-// owner wait ends the pass before credentials unless the object is being
-// deleted (deletion proceeds from the durable inputs); adding the
-// finalizer ends it too, so the write is visible before anything else
-// happens.
-func (f *Flow) preamble(ctx context.Context, p *Pass) error {
-	if err := f.lookupOwner(ctx, p); err != nil {
-		return err
-	}
-	if p.OwnerWait != nil && !p.deleting() {
-		p.Requeue(decide.RequeueNotReady)
-		return errStop
-	}
-	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, p.Kind.Finalizer()) {
-		return errStop
-	}
-	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
-	p.pausedSeen = true
-	return nil
-}
-
 // staleRequeue backs up the wait for this manager's own update.
 const staleRequeue = 2 * time.Second
-
-// externallyManaged: an object carrying Cluster API's externally-managed
-// annotation is left alone entirely.
-func externallyManaged(obj client.Object) bool {
-	return annotations.IsExternallyManaged(obj)
-}
-
-// lookupOwner finds the owner, the Cluster and the TerraformCluster.
-func (f *Flow) lookupOwner(ctx context.Context, p *Pass) error {
-	suffix, err := state.Suffix(p.Obj.GetNamespace(), p.Kind, p.Obj.GetName())
-	if err != nil {
-		return fmt.Errorf("failed to derive the state suffix: %w", err)
-	}
-	p.Suffix = suffix
-	wait, err := f.Adapter.LookupOwner(ctx, p)
-	if err != nil {
-		return err
-	}
-	p.OwnerWait = wait
-	if wait != nil {
-		status := metav1ConditionUnknown
-		if wait.False {
-			status = metav1ConditionFalse
-		}
-		p.record(fromReading, infrav1.DependenciesReadyCondition, status, wait.Reason, wait.Message)
-	}
-	return nil
-}
-
-// clusterOrEmpty is the Cluster, or an empty one when unknown.
-func clusterOrEmpty(c *clusterv1.Cluster) *clusterv1.Cluster {
-	if c != nil {
-		return c
-	}
-	return &clusterv1.Cluster{}
-}
-
-// pausedBranch: a paused object processes its finished Jobs (bookkeeping ran
-// before it), deletes a Job that can never start, and clears the move block
-// once no Job is active; it starts nothing new.
-func (f *Flow) pausedBranch(ctx context.Context, p *Pass) error {
-	if p.Active != nil {
-		return f.deleteIfStuck(ctx, p)
-	}
-	return f.clearMoveBlock(ctx, p)
-}
-
-// decide fills the Observation and asks internal/decide.
-func (f *Flow) decide(ctx context.Context, p *Pass) error {
-	if p.Kind == infrav1.KindTerraformCluster && !p.Obj.GetDeletionTimestamp().IsZero() {
-		exist, err := f.dependentsExist(ctx, p)
-		if err != nil {
-			return err
-		}
-		p.dependentsExist = exist
-	}
-	obs := f.observe(p)
-	d, err := decide.Decide(obs)
-	if err != nil {
-		return fmt.Errorf("failed to decide the next operation: %w", err)
-	}
-	p.Decision = d
-	metrics.Decision(p.Kind, string(d.Op), string(d.Reason))
-	ctrl.LoggerFrom(ctx).V(4).Info("Decided", "op", d.Op, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
-	return nil
-}
-
-// dependentsExist: TerraformMachines or TerraformMachinePools carrying the
-// cluster's name remain in the namespace.
-func (f *Flow) dependentsExist(ctx context.Context, p *Pass) (bool, error) {
-	name := p.ClusterName
-	if name == "" {
-		name = p.Obj.GetLabels()[clusterv1.ClusterNameLabel]
-	}
-	if name == "" {
-		return false, nil
-	}
-	sel := client.MatchingLabels{clusterv1.ClusterNameLabel: name}
-	var machines infrav1.TerraformMachineList
-	if err := f.Client.List(ctx, &machines, client.InNamespace(p.Obj.GetNamespace()), sel); err != nil {
-		return false, fmt.Errorf("failed to list TerraformMachines: %w", err)
-	}
-	var pools infrav1.TerraformMachinePoolList
-	if err := f.Client.List(ctx, &pools, client.InNamespace(p.Obj.GetNamespace()), sel); err != nil {
-		return false, fmt.Errorf("failed to list TerraformMachinePools: %w", err)
-	}
-	return len(machines.Items)+len(pools.Items) > 0, nil
-}

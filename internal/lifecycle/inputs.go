@@ -167,3 +167,40 @@ func (f *Flow) bootstrap(ctx context.Context, p *Pass, dataSecretName *string) (
 func ClusterInfrastructureProvisioned(c *clusterv1.Cluster) bool {
 	return c != nil && c.Status.Initialization.InfrastructureProvisioned != nil && *c.Status.Initialization.InfrastructureProvisioned
 }
+
+// buildInputs renders the current inputs (the kind's part).
+func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return nil
+	}
+	if err := f.Adapter.BuildInputs(ctx, p); err != nil {
+		return err
+	}
+	switch p.Inputs.Status {
+	case decide.InputsWaiting:
+		status := metav1ConditionUnknown
+		if p.Inputs.Reason == infrav1.VariablesInvalidReason || p.Inputs.Reason == infrav1.VariablesSourceNotFoundReason {
+			status = metav1ConditionFalse
+		}
+		if p.OwnerWait == nil {
+			p.OwnerWait = &Wait{Reason: p.Inputs.Reason, Message: p.Inputs.Message, False: status == metav1ConditionFalse}
+			p.record(fromReading, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
+		}
+	case decide.InputsTooLarge:
+		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
+	}
+	return nil
+}
+
+// durableInputsHash recomputes the durable inputs Secret's hash.
+func (p *Pass) durableInputsHash(role contract.Role) string {
+	if p.Durable == nil {
+		return ""
+	}
+	h, err := inputs.HashFiles(role, p.Durable.Annotations[infrav1.ImageAnnotation],
+		p.Durable.Data[contract.MainFile], p.Durable.Data[contract.TFVarsFile])
+	if err != nil {
+		return ""
+	}
+	return h
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 )
@@ -39,4 +41,12 @@ func (p *Pass) ClusterExports(ctx context.Context) (json.RawMessage, *InputsOutc
 // must wait.
 func (p *Pass) Bootstrap(ctx context.Context, dataSecretName *string) ([]byte, string, *InputsOutcome, error) {
 	return p.flow.bootstrap(ctx, p, dataSecretName)
+}
+
+// event emits an event on the object (never a secret value in note).
+func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note string) {
+	if f.Recorder == nil {
+		return
+	}
+	f.Recorder.Eventf(p.Obj, related, eventType, reason, reason, "%s", note)
 }

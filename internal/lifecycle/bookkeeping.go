@@ -11,57 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
-
-// stuckAfter is how old a Job that never started must be before it counts
-// as stuck.
-const stuckAfter = time.Minute
-
-// event emits an event on the object (never a secret value in note).
-func (f *Flow) event(p *Pass, related runtime.Object, eventType, reason, note string) {
-	if f.Recorder == nil {
-		return
-	}
-	f.Recorder.Eventf(p.Obj, related, eventType, reason, reason, "%s", note)
-}
-
-// credentials resolves the identity, keeps the credential mirror and the
-// runner RBAC in place, and sets IdentityAllowed, CredentialsMirrored and
-// RunnerRBACReady (internal/identity owns the rules).
-func (f *Flow) credentials(ctx context.Context, p *Pass) error {
-	prev := p.Before(infrav1.IdentityAllowedCondition)
-	creds, err := identity.Reconcile(ctx, f.Client, f.APIReader, p.Obj, p.TerraformCluster)
-	for _, c := range creds.Conditions() {
-		p.record(fromReading, c.Type, c.Status, c.Reason, c.Message)
-	}
-	for _, e := range creds.Events(prev) {
-		f.event(p, nil, e.Type, e.Reason, e.Message)
-	}
-	p.Identity = creds.Access.Name
-	p.CredentialsWait = creds.WaitReason()
-	if !creds.Access.Allowed() && creds.Access.Condition.Status == metav1ConditionFalse {
-		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.IdentityNotAllowedReason, creds.Access.Condition.Message)
-	}
-	if err != nil {
-		return fmt.Errorf("failed the credentials step: %w", err)
-	}
-	return nil
-}
-
-// owner returns the object as internal/jobs and internal/state name it.
-func (p *Pass) owner() owner.Owner {
-	return owner.Of(p.Obj, p.Kind, p.ClusterName)
-}
 
 // bookkeeping reads the object's Jobs, accounts for every one that finished
 // since it was last seen, prunes history, and finds the active Job.
@@ -448,11 +404,6 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 	return nil
 }
 
-type bookkept struct {
-	name  string
-	marks map[string]string
-}
-
 // markBookkept annotates the Jobs accounted for this pass, once the status
 // patch holds their results.
 func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
@@ -479,80 +430,6 @@ func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// activeJob: while a Job runs, a Job that can never start is deleted;
-// decide then waits on the Job (the Job's watch wakes the object when it
-// finishes).
-func (f *Flow) activeJob(ctx context.Context, p *Pass) error {
-	if p.Active == nil {
-		return nil
-	}
-	op := p.Active.Labels[infrav1.OpLabel]
-	if op == string(infrav1.OperationDrift) || op == string(infrav1.OperationRefresh) {
-		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
-	}
-	return f.deleteIfStuck(ctx, p)
-}
-
-// deleteIfStuck deletes an active Job whose per-run Secret is missing and
-// whose pod never started, once the Job is at least a minute old.
-func (f *Flow) deleteIfStuck(ctx context.Context, p *Pass) error {
-	job := p.Active
-	if p.Now.Sub(job.CreationTimestamp.Time) < stuckAfter {
-		p.Requeue(stuckAfter)
-		return nil
-	}
-	if job.Status.StartTime != nil && job.Status.Active > 0 && job.Status.Ready != nil && *job.Status.Ready > 0 {
-		return nil
-	}
-	secret := &corev1.Secret{}
-	err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}, secret)
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to read Secret %s: %w", jobs.RunSecretName(job.Name), err)
-	}
-	var pods corev1.PodList
-	if err := f.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return fmt.Errorf("failed to list the pods of Job %s: %w", job.Name, err)
-	}
-	for _, pod := range pods.Items {
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.State.Running != nil || cs.State.Terminated != nil {
-				return nil
-			}
-		}
-	}
-	if err := f.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to delete stuck Job %s: %w", job.Name, err)
-	}
-	f.event(p, job, corev1.EventTypeWarning, infrav1.StuckJobDeletedEvent, "Deleted Job "+job.Name+": its per-run Secret is missing and it never started")
-	// A Job CAPTF deleted itself is no interrupted run: status forgets it,
-	// so no later pass takes it for an apply that disappeared.
-	p.Status().ActiveJob = nil
-	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
-		return err
-	}
-	ctrl.LoggerFrom(ctx).Info("Deleted a stuck Job", "job", job.Name)
-	p.Requeue(5 * time.Second)
-	return nil
-}
-
-// clearMoveBlock removes clusterctl's block-move annotation once no Job is
-// active.
-func (f *Flow) clearMoveBlock(ctx context.Context, p *Pass) error {
-	if p.Active != nil {
-		return nil
-	}
-	if _, ok := p.Obj.GetAnnotations()[infrav1.BlockMoveAnnotation]; !ok {
-		return nil
-	}
-	a := p.Obj.GetAnnotations()
-	delete(a, infrav1.BlockMoveAnnotation)
-	p.Obj.SetAnnotations(a) // written by the status patch's metadata patch
-	return nil
-}
-
 // clampedNote says what of a Job's result document was brought within the
 // API's bounds, "" when nothing was.
 func clampedNote(c *jobs.Classification) string {
@@ -560,4 +437,9 @@ func clampedNote(c *jobs.Classification) string {
 		return ""
 	}
 	return "the runner's result was brought within bounds: " + strings.Join(c.Result.Clamped, "; ")
+}
+
+type bookkept struct {
+	name  string
+	marks map[string]string
 }

@@ -12,9 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
@@ -209,41 +207,4 @@ func (f *Flow) adopt(ctx context.Context, p *Pass) error {
 	}
 	p.State.InputsHash = newest.InputsHash
 	return nil
-}
-
-// buildInputs renders the current inputs (the kind's part).
-func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
-	if p.Active != nil {
-		return nil
-	}
-	if err := f.Adapter.BuildInputs(ctx, p); err != nil {
-		return err
-	}
-	switch p.Inputs.Status {
-	case decide.InputsWaiting:
-		status := metav1ConditionUnknown
-		if p.Inputs.Reason == infrav1.VariablesInvalidReason || p.Inputs.Reason == infrav1.VariablesSourceNotFoundReason {
-			status = metav1ConditionFalse
-		}
-		if p.OwnerWait == nil {
-			p.OwnerWait = &Wait{Reason: p.Inputs.Reason, Message: p.Inputs.Message, False: status == metav1ConditionFalse}
-			p.record(fromReading, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
-		}
-	case decide.InputsTooLarge:
-		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
-	}
-	return nil
-}
-
-// durableInputsHash recomputes the durable inputs Secret's hash.
-func (p *Pass) durableInputsHash(role contract.Role) string {
-	if p.Durable == nil {
-		return ""
-	}
-	h, err := inputs.HashFiles(role, p.Durable.Annotations[infrav1.ImageAnnotation],
-		p.Durable.Data[contract.MainFile], p.Durable.Data[contract.TFVarsFile])
-	if err != nil {
-		return ""
-	}
-	return h
 }

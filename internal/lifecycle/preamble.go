@@ -1,0 +1,82 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// preamble looks up the owner, adds the finalizer and reads the pause. An
+// owner wait ends the pass before credentials unless the object is being
+// deleted (deletion proceeds from the durable inputs); adding the
+// finalizer ends it too, so the write is visible before anything else
+// happens.
+func (f *Flow) preamble(ctx context.Context, p *Pass) error {
+	if err := f.lookupOwner(ctx, p); err != nil {
+		return err
+	}
+	if p.OwnerWait != nil && !p.deleting() {
+		p.Requeue(decide.RequeueNotReady)
+		return errStop
+	}
+	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, p.Kind.Finalizer()) {
+		return errStop
+	}
+	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
+	p.pausedSeen = true
+	return nil
+}
+
+// externallyManaged: an object carrying Cluster API's externally-managed
+// annotation is left alone entirely.
+func externallyManaged(obj client.Object) bool {
+	return annotations.IsExternallyManaged(obj)
+}
+
+// lookupOwner finds the owner, the Cluster and the TerraformCluster.
+func (f *Flow) lookupOwner(ctx context.Context, p *Pass) error {
+	suffix, err := state.Suffix(p.Obj.GetNamespace(), p.Kind, p.Obj.GetName())
+	if err != nil {
+		return fmt.Errorf("failed to derive the state suffix: %w", err)
+	}
+	p.Suffix = suffix
+	wait, err := f.Adapter.LookupOwner(ctx, p)
+	if err != nil {
+		return err
+	}
+	p.OwnerWait = wait
+	if wait != nil {
+		status := metav1ConditionUnknown
+		if wait.False {
+			status = metav1ConditionFalse
+		}
+		p.record(fromReading, infrav1.DependenciesReadyCondition, status, wait.Reason, wait.Message)
+	}
+	return nil
+}
+
+// clusterOrEmpty is the Cluster, or an empty one when unknown.
+func clusterOrEmpty(c *clusterv1.Cluster) *clusterv1.Cluster {
+	if c != nil {
+		return c
+	}
+	return &clusterv1.Cluster{}
+}
+
+// pausedBranch: a paused object processes its finished Jobs (bookkeeping ran
+// before it), deletes a Job that can never start, and clears the move block
+// once no Job is active; it starts nothing new.
+func (f *Flow) pausedBranch(ctx context.Context, p *Pass) error {
+	if p.Active != nil {
+		return f.deleteIfStuck(ctx, p)
+	}
+	return f.clearMoveBlock(ctx, p)
+}
