@@ -27,8 +27,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
-func jobsOwnerLabels(p *Pass) map[string]string { return p.owner().Labels() }
-
 // act carries out the decision.
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision

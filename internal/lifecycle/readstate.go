@@ -112,7 +112,7 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 		return nil
 	}
 	var pods corev1.PodList
-	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(jobsOwnerLabels(p))); err != nil {
+	if err := f.Client.List(ctx, &pods, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(p.owner().Labels())); err != nil {
 		return fmt.Errorf("failed to list runner pods: %w", err)
 	}
 	owners := state.LockOwners{}
