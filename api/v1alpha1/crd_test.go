@@ -170,6 +170,10 @@ func TestCRDRejectsInvalidObjects(t *testing.T) {
 				set(u, int64(600), "spec", "jobs", "lockTimeoutSeconds")
 				set(u, int64(600), "spec", "jobs", "activeDeadlineSeconds")
 			}, "spec.jobs"},
+		{"serviceAccountName not a DNS subdomain (it could never name a ServiceAccount)", "TerraformMachine",
+			func(u *unstructured.Unstructured) { set(u, "Not_A/Name", "spec", "jobs", "serviceAccountName") }, "spec.jobs.serviceAccountName"},
+		{"a cluster's default serviceAccountName not a DNS subdomain", "TerraformCluster",
+			func(u *unstructured.Unstructured) { set(u, "UPPER", "spec", "defaults", "jobs", "serviceAccountName") }, "spec.defaults.jobs.serviceAccountName"},
 		{"successfulJobsHistoryLimit 101 (0-100)", "TerraformCluster",
 			func(u *unstructured.Unstructured) { set(u, int64(101), "spec", "jobs", "successfulJobsHistoryLimit") }, "spec.jobs.successfulJobsHistoryLimit"},
 		{"failedJobsHistoryLimit -1 (0-100)", "TerraformMachine",

@@ -462,6 +462,7 @@ func TestOptInStateAndRBACCondition(t *testing.T) {
 		{"override SA missing: False/ServiceAccountNotOptedIn", "custom", nil, nil, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason},
 		{"override SA lacks captf.io/runner=true: False/ServiceAccountNotOptedIn", "custom", unlabeled, nil, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason},
 		{"captf.io/runner must be exactly true", "custom", wrong, nil, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason},
+		{"a name that cannot name a ServiceAccount: False/ServiceAccountNotOptedIn, even with an object", "Bad_Name", labeled, nil, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason},
 		{"a foreign captf-runner RoleBinding: False/RBACFailed", RunnerName, nil, func(f *RBACFacts) { f.ForeignRoleBinding = true }, metav1.ConditionFalse, infrav1.RBACFailedReason},
 		{"create/update failed: False/RBACFailed", RunnerName, nil, func(f *RBACFacts) { f.Error = errors.New("forbidden") }, metav1.ConditionFalse, infrav1.RBACFailedReason},
 		{"the object's own opt-in is reported before a foreign binding", "custom", nil, func(f *RBACFacts) { f.ForeignRoleBinding = true }, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason},
@@ -595,5 +596,33 @@ func TestCredentialsNeverFormatted(t *testing.T) {
 	wrapped := fmt.Errorf("outer: %w", err)
 	if strings.Contains(wrapped.Error(), sentinel) {
 		t.Fatal("wrapped error carries the value")
+	}
+}
+
+// Security Model, per-object errors: a ServiceAccount whose opt-in could
+// not be read keeps the binding it has, and gains none.
+func TestKeptSubjects(t *testing.T) {
+	rb := &rbacv1.RoleBinding{Subjects: []rbacv1.Subject{
+		{Kind: rbacv1.ServiceAccountKind, Name: "a", Namespace: "ns"},
+		{Kind: rbacv1.ServiceAccountKind, Name: "b", Namespace: "other"},
+		{Kind: rbacv1.UserKind, Name: "c", Namespace: "ns"},
+	}}
+	cases := []struct {
+		name     string
+		existing *rbacv1.RoleBinding
+		unknown  []string
+		want     string
+	}{
+		{"no binding yet: nothing kept", nil, []string{"a"}, "[]"},
+		{"a bound ServiceAccount of the namespace is kept", rb, []string{"a", "z"}, "[a]"},
+		{"another namespace's subject is not kept", rb, []string{"b"}, "[]"},
+		{"a subject that is not a ServiceAccount is not kept", rb, []string{"c"}, "[]"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fmt.Sprint(KeptSubjects(tt.existing, "ns", tt.unknown)); got != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,7 +106,16 @@ const (
 	ServiceAccountMissing ServiceAccountState = "Missing"
 	// ServiceAccountNotLabeled: the override lacks captf.io/runner=true.
 	ServiceAccountNotLabeled ServiceAccountState = "NotLabeled"
+	// ServiceAccountInvalid: the name is not a valid ServiceAccount name
+	// (a DNS subdomain), so no such ServiceAccount can exist.
+	ServiceAccountInvalid ServiceAccountState = "Invalid"
 )
+
+// ValidServiceAccountName reports whether name can name a ServiceAccount:
+// a DNS subdomain. A name that cannot is never looked up. Pure.
+func ValidServiceAccountName(name string) bool {
+	return len(validation.IsDNS1123Subdomain(name)) == 0
+}
 
 // OptInState applies the opt-in rule to an override ServiceAccount (nil
 // when it does not exist). captf-runner itself needs no opt-in. Pure.
@@ -113,6 +123,8 @@ func OptInState(name string, sa *corev1.ServiceAccount) ServiceAccountState {
 	switch {
 	case name == RunnerName:
 		return ServiceAccountReady
+	case !ValidServiceAccountName(name):
+		return ServiceAccountInvalid
 	case sa == nil:
 		return ServiceAccountMissing
 	case sa.Labels[infrav1.RunnerLabel] != TrueValue:
@@ -143,6 +155,9 @@ func RBACCondition(f RBACFacts) metav1.Condition {
 	case f.Error != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, infrav1.RBACFailedReason
 		c.Message = fmt.Sprintf("Failed to ensure the runner ServiceAccount and RoleBinding: %v", f.Error)
+	case f.ServiceAccountState == ServiceAccountInvalid:
+		c.Status, c.Reason = metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason
+		c.Message = fmt.Sprintf("spec.jobs.serviceAccountName %q is not a valid ServiceAccount name (a DNS subdomain); no such ServiceAccount can exist", f.ServiceAccount)
 	case f.ServiceAccountState == ServiceAccountMissing:
 		c.Status, c.Reason = metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason
 		c.Message = fmt.Sprintf("ServiceAccount %q named by spec.jobs.serviceAccountName does not exist; create it with the label %s=%s", f.ServiceAccount, infrav1.RunnerLabel, TrueValue)
@@ -213,6 +228,22 @@ func PlanRoleBinding(existing *rbacv1.RoleBinding, subjects []rbacv1.Subject) Ro
 	return RoleBindingInPlace
 }
 
+// KeptSubjects are the names among unknown that existing (nil when none)
+// binds as ServiceAccounts of namespace: a ServiceAccount whose opt-in
+// could not be read keeps the binding it has until it can. Pure.
+func KeptSubjects(existing *rbacv1.RoleBinding, namespace string, unknown []string) []string {
+	if existing == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range existing.Subjects {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && slices.Contains(unknown, s.Name) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 func sameSubjects(a, b []rbacv1.Subject) bool {
 	if len(a) != len(b) {
 		return false
@@ -256,7 +287,11 @@ func (r RBACResult) Ready() bool { return r.Condition.Status == metav1.Condition
 // metadata), checks each override's opt-in, and binds captf-runner and the
 // opted-in overrides through the captf-runner RoleBinding. c reads through
 // the cache and writes; live reads what a label-scoped cache does not show.
-// An API error returns False/RBACFailed and the error.
+// An API error on the object's own ServiceAccount or on the RoleBinding
+// returns False/RBACFailed and the error. Another object's override never
+// blocks this one: a name that is not a valid ServiceAccount name is not
+// looked up and not bound, and one whose read fails keeps the binding it
+// already has, neither added nor removed.
 func EnsureRunnerRBAC(ctx context.Context, c client.Client, live client.Reader, namespace, serviceAccount string, wanted []string) (RBACResult, error) {
 	res := RBACResult{ServiceAccount: serviceAccount}
 	f := RBACFacts{ServiceAccount: serviceAccount}
@@ -265,15 +300,23 @@ func EnsureRunnerRBAC(ctx context.Context, c client.Client, live client.Reader, 
 	names = slices.Compact(names)
 
 	err := func() error {
+		var unknown []string
 		for _, name := range names {
 			var state ServiceAccountState
-			if name == RunnerName {
+			switch {
+			case name == RunnerName:
 				if err := ensureRunnerServiceAccount(ctx, c, live, namespace); err != nil {
 					return err
 				}
 				state = ServiceAccountReady
-			} else {
+			case !ValidServiceAccountName(name):
+				state = ServiceAccountInvalid
+			default:
 				sa, err := getServiceAccount(ctx, c, live, client.ObjectKey{Namespace: namespace, Name: name})
+				if err != nil && name != serviceAccount {
+					unknown = append(unknown, name)
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -286,7 +329,7 @@ func EnsureRunnerRBAC(ctx context.Context, c client.Client, live client.Reader, 
 				res.Bound = append(res.Bound, name)
 			}
 		}
-		action, err := ensureRoleBinding(ctx, c, live, namespace, RunnerSubjects(namespace, res.Bound))
+		action, err := ensureRoleBinding(ctx, c, live, namespace, res.Bound, unknown)
 		res.RoleBinding = action
 		f.ForeignRoleBinding = action == RoleBindingForeign
 		return err
@@ -353,15 +396,12 @@ func ensureRunnerServiceAccount(ctx context.Context, c client.Client, live clien
 }
 
 // ensureRoleBinding creates, updates or re-creates the managed
-// captf-runner RoleBinding, and reports what it did. A foreign one is
+// captf-runner RoleBinding so that it binds bound, and reports what it did.
+// A name in unknown (its ServiceAccount could not be read) stays bound if
+// the binding binds it now and is not added otherwise. A foreign binding is
 // reported, not touched.
-func ensureRoleBinding(ctx context.Context, c client.Client, live client.Reader, namespace string, subjects []rbacv1.Subject) (RoleBindingAction, error) {
+func ensureRoleBinding(ctx context.Context, c client.Client, live client.Reader, namespace string, bound, unknown []string) (RoleBindingAction, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: RunnerName}
-	desired := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: RunnerName, Labels: map[string]string{infrav1.ManagedLabel: TrueValue}},
-		RoleRef:    RunnerRoleRef(),
-		Subjects:   subjects,
-	}
 	var r client.Reader = c
 	for attempt := 0; ; attempt++ {
 		existing := &rbacv1.RoleBinding{}
@@ -370,6 +410,12 @@ func ensureRoleBinding(ctx context.Context, c client.Client, live client.Reader,
 			existing = nil
 		} else if err != nil {
 			return "", fmt.Errorf("failed to get RoleBinding %s: %w", key, err)
+		}
+		subjects := RunnerSubjects(namespace, append(slices.Clone(bound), KeptSubjects(existing, namespace, unknown)...))
+		desired := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: RunnerName, Labels: map[string]string{infrav1.ManagedLabel: TrueValue}},
+			RoleRef:    RunnerRoleRef(),
+			Subjects:   subjects,
 		}
 		action := PlanRoleBinding(existing, subjects)
 		switch action {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -423,4 +425,72 @@ func TestSweeperRunsAtStartAndEveryPeriod(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Security Model, per-object errors: one object's serviceAccountName never
+// stops another object's Jobs. A name that cannot name a ServiceAccount is
+// refused for its own object only; a ServiceAccount that cannot be read
+// keeps the binding it has and blocks nobody else.
+func TestRunnerRBACNeighbourOverrides(t *testing.T) {
+	ns := namespace(t, nil)
+	good := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "good", Labels: map[string]string{infrav1.RunnerLabel: "true"}}}
+	flaky := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flaky", Labels: map[string]string{infrav1.RunnerLabel: "true"}}}
+	must(t, k8s.Create(ctx, good))
+	must(t, k8s.Create(ctx, flaky))
+	const bad = "Not_A/Name"
+
+	t.Run("an invalid neighbour name: the good object is bound and ready, the bad name is never bound", func(t *testing.T) {
+		r, err := EnsureRunnerRBAC(ctx, k8s, k8s, ns, "good", []string{RunnerName, bad, "good"})
+		must(t, err)
+		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason)
+		if got := fmt.Sprint(subjectNames(getRB(t, ns))); got != "[captf-runner good]" {
+			t.Fatalf("subjects %s", got)
+		}
+	})
+
+	t.Run("the object that names it: False/ServiceAccountNotOptedIn naming the field, no API error", func(t *testing.T) {
+		r, err := EnsureRunnerRBAC(ctx, k8s, k8s, ns, bad, []string{RunnerName, bad, "good"})
+		must(t, err)
+		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
+		if !strings.Contains(r.Condition.Message, "not a valid ServiceAccount name") {
+			t.Fatalf("message %q", r.Condition.Message)
+		}
+	})
+
+	kw, err := client.NewWithWatch(testCfg, client.Options{Scheme: testScheme})
+	must(t, err)
+	failFlaky := interceptor.NewClient(kw, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.ServiceAccount); ok && key.Name == "flaky" {
+				return apierrors.NewServiceUnavailable("injected")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+
+	t.Run("a neighbour whose read fails is not added, and the good object is ready", func(t *testing.T) {
+		r, err := EnsureRunnerRBAC(ctx, failFlaky, failFlaky, ns, "good", []string{RunnerName, "flaky", "good"})
+		must(t, err)
+		if !r.Ready() || fmt.Sprint(subjectNames(getRB(t, ns))) != "[captf-runner good]" {
+			t.Fatalf("result %+v, subjects %v", r, subjectNames(getRB(t, ns)))
+		}
+	})
+
+	t.Run("a neighbour already bound whose read fails stays bound", func(t *testing.T) {
+		_, err := EnsureRunnerRBAC(ctx, k8s, k8s, ns, "flaky", []string{RunnerName, "flaky", "good"})
+		must(t, err)
+		r, err := EnsureRunnerRBAC(ctx, failFlaky, failFlaky, ns, "good", []string{RunnerName, "flaky", "good"})
+		must(t, err)
+		if !r.Ready() || fmt.Sprint(subjectNames(getRB(t, ns))) != "[captf-runner flaky good]" {
+			t.Fatalf("result %+v, subjects %v", r, subjectNames(getRB(t, ns)))
+		}
+	})
+
+	t.Run("the object whose own ServiceAccount cannot be read: False/RBACFailed and the error", func(t *testing.T) {
+		r, err := EnsureRunnerRBAC(ctx, failFlaky, failFlaky, ns, "flaky", []string{RunnerName, "flaky", "good"})
+		if err == nil {
+			t.Fatal("no error")
+		}
+		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.RBACFailedReason)
+	})
 }
