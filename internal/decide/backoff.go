@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"slices"
 	"time"
 )
 
@@ -51,13 +52,21 @@ type Failures struct {
 }
 
 // ConsecutiveFailures walks the object's finished Jobs of op newest first
-// and counts the failures until it meets a success of that same op. Only
-// OutcomeFailed counts; interrupted, blocked and plan-changed Jobs are
-// passed over without ending the walk.
+// and counts the failures until it meets a success of that same op.
+// OutcomeFailed counts; blocked and plan-changed Jobs are passed over
+// without ending the walk. An interrupted Job alone is passed over too (a
+// drain or an eviction is free), but interruptions in a row (at least
+// InterruptedStreak of them, blocked and plan-changed Jobs between them
+// passed over) all count like failures: a module that kills its own runner,
+// or a pod that is always evicted, must not retry at once forever.
 func ConsecutiveFailures(jobs []JobRecord, op Operation) Failures {
 	h := summarize(jobs)
 	return h.failures(op)
 }
+
+// InterruptedStreak is how many interrupted Jobs of an operation in a row
+// start counting toward backoff.
+const InterruptedStreak = 2
 
 // BackoffUntil is when op may start again after its counted failures, or
 // the zero time when it is not backing off.
@@ -129,22 +138,78 @@ func summarize(jobs []JobRecord) history {
 		}
 		o.maxAttempt = max(o.maxAttempt, j.Attempt)
 	}
+	var interrupted [len(jobOps)]int
 	for i := range jobs {
 		j := &jobs[i]
 		k := opIndex(j.Op)
-		if k < 0 || j.Outcome() != OutcomeFailed {
+		if k < 0 {
 			continue
 		}
 		o := &h.ops[k]
 		if o.newestSuccess >= 0 && !newer(j, &jobs[o.newestSuccess]) {
 			continue
 		}
-		o.failures++
-		if o.newestFailure < 0 || newer(j, &jobs[o.newestFailure]) {
-			o.newestFailure = i
+		switch j.Outcome() {
+		case OutcomeFailed:
+			o.countFailure(jobs, i)
+		case OutcomeInterrupted:
+			interrupted[k]++
+		}
+	}
+	for k, n := range interrupted {
+		if n >= InterruptedStreak {
+			h.countInterruptedStreaks(k)
 		}
 	}
 	return h
+}
+
+func (o *opHistory) countFailure(jobs []JobRecord, i int) {
+	o.failures++
+	if o.newestFailure < 0 || newer(&jobs[i], &jobs[o.newestFailure]) {
+		o.newestFailure = i
+	}
+}
+
+// countInterruptedStreaks counts, as failures, the interrupted Jobs of the
+// op at index k newer than its newest success that stand in a row of at
+// least InterruptedStreak. Rare (at least two interruptions since the last
+// success), so it may sort.
+func (h *history) countInterruptedStreaks(k int) {
+	o := &h.ops[k]
+	var idx []int
+	for i := range h.jobs {
+		j := &h.jobs[i]
+		if opIndex(j.Op) != k || (o.newestSuccess >= 0 && !newer(j, &h.jobs[o.newestSuccess])) {
+			continue
+		}
+		if out := j.Outcome(); out == OutcomeFailed || out == OutcomeInterrupted {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if newer(&h.jobs[a], &h.jobs[b]) {
+			return -1
+		}
+		return 1
+	})
+	var run []int
+	flush := func() {
+		if len(run) >= InterruptedStreak {
+			for _, i := range run {
+				o.countFailure(h.jobs, i)
+			}
+		}
+		run = run[:0]
+	}
+	for _, i := range idx {
+		if h.jobs[i].Outcome() == OutcomeInterrupted {
+			run = append(run, i)
+			continue
+		}
+		flush()
+	}
+	flush()
 }
 
 func (h *history) op(op Operation) *opHistory {

@@ -110,6 +110,24 @@ func TestConsecutiveFailures(t *testing.T) {
 		{"counts/interrupted_and_blocked_are_passed_over_without_ending_the_walk",
 			[]JobRecord{rec(OpApply, 5, 2*time.Minute, false), interrupted, blocked},
 			OpApply, 1, 2 * time.Minute, 8},
+		{"counts/interruptions_in_a_row_count_like_failures",
+			[]JobRecord{intr(OpApply, 1, 3*time.Minute), intr(OpApply, 2, 2*time.Minute)},
+			OpApply, 2, 2 * time.Minute, 3},
+		{"counts/a_third_interruption_in_a_row_counts_too",
+			[]JobRecord{intr(OpApply, 1, 3*time.Minute), intr(OpApply, 2, 2*time.Minute), intr(OpApply, 3, time.Minute)},
+			OpApply, 3, time.Minute, 4},
+		{"counts/a_failure_between_two_interruptions_breaks_the_row",
+			[]JobRecord{intr(OpApply, 1, 3*time.Minute), rec(OpApply, 2, 2*time.Minute, false), intr(OpApply, 3, time.Minute)},
+			OpApply, 1, 2 * time.Minute, 4},
+		{"counts/a_blocked_apply_between_two_interruptions_is_passed_over",
+			[]JobRecord{intr(OpApply, 5, 2*time.Minute), blocked, intr(OpApply, 8, 10*time.Second)},
+			OpApply, 2, 10 * time.Second, 9},
+		{"counts/interruptions_older_than_the_newest_success_do_not_count",
+			[]JobRecord{intr(OpApply, 1, 3*time.Minute), intr(OpApply, 2, 2*time.Minute), rec(OpApply, 3, time.Minute, true), intr(OpApply, 4, 10*time.Second)},
+			OpApply, 0, 0, 5},
+		{"counts/interruptions_of_another_operation_do_not_make_a_row",
+			[]JobRecord{intr(OpDrift, 1, 3*time.Minute), intr(OpApply, 1, 2*time.Minute)},
+			OpApply, 0, 0, 2},
 		{"counts/Jobs_of_an_unknown_operation_are_ignored",
 			[]JobRecord{rec("other", 4, time.Minute, false), rec(OpPlan, 1, time.Hour, false)},
 			OpPlan, 1, time.Hour, 2},
@@ -217,4 +235,10 @@ func TestNonBackoffRequeues(t *testing.T) {
 			}
 		})
 	}
+}
+
+func intr(op Operation, attempt int, d time.Duration) JobRecord {
+	j := rec(op, attempt, d, false)
+	j.Interrupted = true
+	return j
 }

@@ -10,9 +10,10 @@ import (
 // limits.Successful and unsuccessful Jobs beyond limits.Failed go, oldest
 // first, while these are always kept:
 //   - the operation's newest success;
-//   - while no success is newer, its newest unsuccessful Job, and its newest
-//     failure that counts toward backoff (so that a limit of 0 still keeps
-//     what retry backoff and the remediation cap read).
+//   - while no success is newer, its newest unsuccessful Job, its newest
+//     failure that counts toward backoff, and, when the newest unsuccessful
+//     Jobs are interruptions, InterruptedStreak of them (so that a limit of
+//     0 still keeps what retry backoff and the remediation cap read).
 //
 // A plan Job whose plan could not be read is kept as a failure. Jobs of an
 // unknown operation are never pruned. Negative limits count as 0.
@@ -41,6 +42,7 @@ func Prune(jobs []JobRecord, limits HistoryLimits) []JobRecord {
 		})
 		successes, failures := 0, 0
 		seenSuccess, keptUnsuccessful, keptCounted := false, false, false
+		leadingInterrupted, streakOpen := 0, true
 		for _, i := range idx {
 			j := &jobs[i]
 			keep := false
@@ -52,7 +54,12 @@ func Prune(jobs []JobRecord, limits HistoryLimits) []JobRecord {
 				failures++
 				keep = failures <= limits.Failed
 				if !seenSuccess {
-					keep = keep || !keptUnsuccessful || (o == OutcomeFailed && !keptCounted)
+					streakOpen = streakOpen && o != OutcomeFailed
+					if streakOpen && o == OutcomeInterrupted {
+						leadingInterrupted++
+					}
+					keep = keep || !keptUnsuccessful || (o == OutcomeFailed && !keptCounted) ||
+						(streakOpen && o == OutcomeInterrupted && leadingInterrupted <= InterruptedStreak)
 				}
 				if keep {
 					keptUnsuccessful = true

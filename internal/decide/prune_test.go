@@ -21,6 +21,11 @@ func TestPrune(t *testing.T) {
 	bad := func(name string, op Operation, attempt int, d time.Duration) JobRecord {
 		return JobRecord{Name: name, Op: op, Attempt: attempt, Finished: ago(d)}
 	}
+	ibad := func(name string, attempt int, d time.Duration) JobRecord {
+		j := bad(name, OpApply, attempt, d)
+		j.Interrupted = true
+		return j
+	}
 	interrupted := bad("i", OpApply, 5, time.Minute)
 	interrupted.Interrupted = true
 	unreadable := ok("pu", OpPlan, 2, time.Minute)
@@ -53,6 +58,12 @@ func TestPrune(t *testing.T) {
 		{"prune/limit_0_keeps_the_newest_counted_failure_behind_an_interrupted_Job",
 			[]JobRecord{bad("f0", OpApply, 3, 3*time.Hour), bad("f1", OpApply, 4, 2*time.Hour), interrupted},
 			HistoryLimits{}, []string{"f0"}},
+		{"prune/limit_0_keeps_two_interruptions_in_a_row_so_the_row_still_backs_off",
+			[]JobRecord{ibad("i1", 1, 3*time.Minute), ibad("i2", 2, 2*time.Minute), ibad("i3", 3, time.Minute)},
+			HistoryLimits{}, []string{"i1"}},
+		{"prune/an_interruption_behind_a_failure_is_not_kept_at_limit_0",
+			[]JobRecord{ibad("i1", 1, 3*time.Minute), bad("f2", OpApply, 2, 2*time.Minute), ibad("i3", 3, time.Minute)},
+			HistoryLimits{}, []string{"i1"}},
 		{"prune/an_unreadable_plan_is_kept_as_a_failure",
 			[]JobRecord{ok("p1", OpPlan, 1, time.Hour), unreadable},
 			HistoryLimits{Successful: 0, Failed: 1}, nil},

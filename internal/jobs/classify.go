@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -170,6 +171,9 @@ func Classify(job *batchv1.Job, pod *corev1.Pod) Classification {
 			c.Outcome = OutcomeImageInvalid
 		case infrav1.RunErrorInterrupted:
 			c.Outcome = OutcomeInterrupted
+			if why, own := EvictedForOwnLimits(pod); own {
+				c.Outcome, c.Detail = OutcomeFailed, why
+			}
 		case infrav1.RunErrorBlocked:
 			c.Outcome = OutcomeBlocked
 		case infrav1.RunErrorPlanChanged:
@@ -177,7 +181,9 @@ func Classify(job *batchv1.Job, pod *corev1.Pod) Classification {
 		default:
 			c.Outcome = OutcomeFailed
 		}
-		c.Detail = e.Summary
+		if c.Detail == "" {
+			c.Detail = e.Summary
+		}
 		if c.Detail == "" && e.Step != "" {
 			c.Detail = "step " + e.Step + " failed"
 		}
@@ -197,6 +203,9 @@ func Classify(job *batchv1.Job, pod *corev1.Pod) Classification {
 func failedWithoutResult(pod *corev1.Pod) (Outcome, string) {
 	if pod == nil {
 		return OutcomeInterrupted, "the Job's pod is gone and left no result"
+	}
+	if why, own := EvictedForOwnLimits(pod); own {
+		return OutcomeFailed, why
 	}
 	if pod.Status.Reason == "Evicted" || pod.Status.Reason == "Preempting" {
 		return OutcomeInterrupted, "the pod was " + lowerFirst(pod.Status.Reason)
@@ -225,6 +234,38 @@ func failedWithoutResult(pod *corev1.Pod) (Outcome, string) {
 		return OutcomeInterrupted, "the pod was deleted before it wrote a result"
 	}
 	return OutcomeInterrupted, "the Job failed and its pod left no result"
+}
+
+// ownLimitEvictions are the starts of the kubelet's eviction messages for a
+// pod that outgrew its own limits (a container's or the pod's ephemeral
+// storage, an emptyDir's sizeLimit), as opposed to node pressure. The
+// kubelet sets no DisruptionTarget condition for these.
+var ownLimitEvictions = []string{
+	"Container ",                  // "Container %s exceeded its local ephemeral storage limit %q."
+	"Pod ephemeral local storage", // "Pod ephemeral local storage usage exceeds the total limit of containers %s."
+	"Usage of EmptyDir volume",    // "Usage of EmptyDir volume %q exceeds the limit %q."
+}
+
+// EvictedForOwnLimits reports whether the kubelet evicted pod for
+// exceeding its own limits, and says so. Such a run would fail the same way
+// every time, so it counts as a failure, not as an interruption from
+// outside (book: Retries and Backoff, "Counting failures").
+func EvictedForOwnLimits(pod *corev1.Pod) (string, bool) {
+	if pod == nil || pod.Status.Reason != "Evicted" {
+		return "", false
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue {
+			return "", false
+		}
+	}
+	msg := pod.Status.Message
+	for _, prefix := range ownLimitEvictions {
+		if strings.HasPrefix(msg, prefix) && (strings.Contains(msg, "limit")) {
+			return "the pod was evicted for exceeding its own limits: " + strings.TrimSpace(msg), true
+		}
+	}
+	return "", false
 }
 
 func lowerFirst(s string) string {

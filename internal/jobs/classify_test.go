@@ -151,6 +151,20 @@ func TestClassify(t *testing.T) {
 				return p
 			}(),
 			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "unknown"},
+		{"a pod evicted for its own ephemeral-storage limit is a failure (it would fail the same way every time)",
+			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), &corev1.Pod{Status: corev1.PodStatus{Reason: "Evicted", Message: `Container module exceeded its local ephemeral storage limit "1Gi". `}},
+			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "unknown"},
+		{"a pod evicted for its emptyDir sizeLimit is a failure even when the runner reported itself interrupted",
+			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), func() *corev1.Pod {
+				p := podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorInterrupted, ""), 1)
+				p.Status.Reason, p.Status.Message = "Evicted", `Usage of EmptyDir volume "work" exceeds the limit "2Gi". `
+				return p
+			}(),
+			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "interrupted"},
+		{"a pod evicted for node pressure is interrupted (DisruptionTarget set by the kubelet)",
+			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), &corev1.Pod{Status: corev1.PodStatus{Reason: "Evicted", Message: "The node was low on resource: ephemeral-storage. Container module was using 3Gi, request is 0, has larger consumption of ephemeral-storage. ",
+				Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"}}}},
+			OutcomeInterrupted, "", false, "interrupted", "interrupted"},
 		{"a runner that exited without a result (a crash) is a failure, so it backs off",
 			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), podWith("garbled", 2),
 			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "unknown"},

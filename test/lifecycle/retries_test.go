@@ -131,6 +131,29 @@ func TestRetriesAndBackoff(t *testing.T) {
 		}
 	})
 
+	// A module that signals its own runner looks interrupted every time:
+	// the first interruption retries at once, but two in a row count like
+	// failures, so the next apply waits (2 failures: 2m) instead of looping.
+	t.Run("interrupted_twice_in_a_row_backs_off", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		e.finishJob(a1, interrupted, nil)
+		e.advance(time.Second)
+		e.mustPass(w.TC)
+		a2 := e.wantJob(w.TC, infrav1.OperationApply)
+		if a2.Name == a1.Name {
+			t.Fatal("no new apply after the first interruption")
+		}
+		m := e.mark(w.TC)
+		a3 := e.failAndWait(w.TC, a2, interrupted, infrav1.OperationApply, 2*time.Minute)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.JobInterruptedEvent)
+		e.failAndWait(w.TC, a3, interrupted, infrav1.OperationApply, 10*time.Minute)
+	})
+
 	t.Run("blocked_apply_waits_for_approval_without_backoff", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
