@@ -127,6 +127,11 @@ const (
 	// API server refuses it; no lease is held and no Job runs until the
 	// object's spec changes.
 	JobInvalidReason = "JobInvalid"
+	// JobNameTakenReason: a Job or per-run Secret with the name of the
+	// operation's Job exists but is not CAPTF's (another controller, or
+	// CAPTF's labels missing); it is left alone, no lease is held, and the
+	// operation waits until the name is free.
+	JobNameTakenReason = "JobNameTaken"
 )
 
 // StateReadable reasons.

@@ -57,6 +57,9 @@ const (
 	// JobInvalidEvent reports a Job that cannot be built or that the API
 	// server refuses.
 	JobInvalidEvent = "JobInvalid"
+	// JobNameTakenEvent reports a Job or per-run Secret with the name of the
+	// operation's Job that is not CAPTF's.
+	JobNameTakenEvent = "JobNameTaken"
 	// EnvVarDroppedEvent reports spec.jobs.env entries named TF_* or KUBE_*
 	// that were dropped from a Job.
 	EnvVarDroppedEvent = "EnvVarDropped"

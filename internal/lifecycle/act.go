@@ -172,6 +172,16 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
 			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
 	}
+	if taken, err := f.runNameTaken(ctx, run, job); err != nil || taken != "" {
+		if err != nil {
+			return err
+		}
+		if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
+			return rerr
+		}
+		f.reportJobNameTaken(p, op, taken)
+		return nil
+	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
@@ -187,9 +197,19 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
 		}
 		created = false
-		if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		existing := &batchv1.Job{}
+		if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
 			return fmt.Errorf("failed to read Job %s: %w", plan.Name, err)
 		}
+		if why := jobs.NotOurs(existing, job); why != "" {
+			// Created between the check above and this create.
+			if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
+				return rerr
+			}
+			f.reportJobNameTaken(p, op, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
+			return nil
+		}
+		job = existing
 	}
 	if created && op == infrav1.OperationApply && d.Reason == decide.ReasonInputsChanged {
 		// Counted when the apply's Job is created, once: a pass that finds
@@ -419,6 +439,54 @@ func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
 	}
 	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobInvalidReason, msg)
 	p.Requeue(decide.RequeueFixInput)
+}
+
+// runNameTaken reads, live, the Job and per-run Secret names of the run
+// before the Job is created, and says which of them exists and is not
+// CAPTF's ("" when neither). A per-run Secret is checked before its Job
+// exists because the Job's pod would mount whatever Secret has that name:
+// one left without its Job, or controlled by another Job, is never used.
+func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.Job) (string, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: built.Namespace, Name: jobs.RunSecretName(built.Name)}
+	if err := f.APIReader.Get(ctx, key, secret); apierrors.IsNotFound(err) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("failed to read Secret %s: %w", key.Name, err)
+	}
+	existing := &batchv1.Job{}
+	err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(built), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("Secret %s exists without its Job, so it is not CAPTF's", key.Name), nil
+	case err != nil:
+		return "", fmt.Errorf("failed to read Job %s: %w", built.Name, err)
+	}
+	if why := jobs.NotOurs(existing, built); why != "" {
+		return fmt.Sprintf("Job %s exists and is not CAPTF's: %s", built.Name, why), nil
+	}
+	want, err := jobs.RunSecret(run, existing)
+	if err != nil {
+		return "", fmt.Errorf("failed to build Secret %s: %w", key.Name, err)
+	}
+	if why := jobs.NotOurs(secret, want); why != "" {
+		return fmt.Sprintf("Secret %s exists and is not CAPTF's: %s", key.Name, why), nil
+	}
+	return "", nil
+}
+
+// reportJobNameTaken reports, on the operation's condition and once per
+// cause as an event, a Job or per-run Secret that has the run's name but is
+// not CAPTF's. The operation waits for the name to be free (a leftover of
+// an earlier object of the same name is garbage collected).
+func (f *Flow) reportJobNameTaken(p *Pass, op infrav1.Operation, msg string) {
+	msg = capMessage(msg + "; it is left alone, and no Job starts until it is removed")
+	t := jobCondition(op)
+	if prev := p.Before(t); prev == nil || prev.Reason != infrav1.JobNameTakenReason || prev.Message != msg {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.JobNameTakenEvent, msg)
+	}
+	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobNameTakenReason, msg)
+	p.Requeue(decide.RequeueLeaseWait)
 }
 
 // capMessage keeps a condition message within 1024 bytes.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
@@ -214,5 +217,94 @@ func TestImpossibleJobs(t *testing.T) {
 		e.update(w.TC, func() { w.TC.Spec.Source.Image = moduleImage })
 		e.mustPass(w.TC)
 		e.wantJob(w.TC, infrav1.OperationApply)
+	})
+}
+
+// TestForeignRunNames checks that a Job or per-run Secret with the name of
+// CAPTF's next Job but not CAPTF's marks is reported and left alone, never
+// taken as the run's (Security Model; The Reconcile Lifecycle, act).
+func TestForeignRunNames(t *testing.T) {
+	t.Parallel()
+
+	// next fails the first apply and returns the name the retry (attempt 2)
+	// will have, with the clock 10 s after the failure (the retry is due at
+	// one minute).
+	next := func(e *env, w *world) string {
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		e.finishJob(a1, failed, nil)
+		e.advance(10 * time.Second)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+		return decide.JobName(infrav1.KindTerraformCluster, w.TC.Name, decide.OpApply, 2, a1.Annotations[infrav1.InputsHashAnnotation], 0)
+	}
+	// wantTaken checks the retry is reported, holds no lease and creates
+	// nothing, then that it starts once the name is free.
+	wantTaken := func(e *env, w *world, name, what string, free func()) {
+		e.t.Helper()
+		m := e.mark(w.TC)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		c := e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionFalse, infrav1.JobNameTakenReason)
+		if !strings.Contains(c.Message, what) {
+			t.Fatalf("the message does not name %q: %s", what, c.Message)
+		}
+		if n := len(e.eventsOf(w.TC, m, infrav1.JobNameTakenEvent)); n != 1 {
+			t.Fatalf("JobNameTaken emitted %d times, want once", n)
+		}
+		l := &coordinationv1.Lease{}
+		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: lease.RunName(e.suffixOf(w.TC))}, l); err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			t.Fatalf("the run lease is held by %s for a Job that was not created", *l.Spec.HolderIdentity)
+		}
+		if st := status(w.TC); st.ActiveJob != nil {
+			t.Fatalf("status.activeJob names %s", st.ActiveJob.Name)
+		}
+		free()
+		e.mustPass(w.TC)
+		if j := e.wantJob(w.TC, infrav1.OperationApply); j.Name != name || metav1.GetControllerOf(j) == nil || metav1.GetControllerOf(j).UID != w.TC.UID {
+			t.Fatalf("after the name is free the retry is %s controlled by %v, want %s controlled by the cluster", j.Name, metav1.GetControllerOf(j), name)
+		}
+	}
+
+	t.Run("a_Job_with_CAPTF's_name_and_labels_but_no_owner_is_not_reused", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		name := next(e, w)
+		foreign := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: jobs.Labels(owner.Of(w.TC, infrav1.KindTerraformCluster, "prod"), infrav1.OperationApply, 2)},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "registry.example/other:v1"}},
+			}}},
+		}
+		e.create(foreign)
+		wantTaken(e, w, name, "Job "+name+" exists and is not CAPTF's", func() {
+			if s := (&corev1.Secret{}); k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: jobs.RunSecretName(name)}, s) == nil {
+				t.Fatalf("a per-run Secret %s was written for the foreign Job", s.Name)
+			}
+			if err := k8s.Delete(e.ctx, foreign, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil || !e.gone(foreign) {
+				t.Fatalf("delete the foreign Job: %v", err)
+			}
+		})
+	})
+
+	t.Run("a_per_run_Secret_without_its_Job_is_not_mounted", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		name := next(e, w)
+		planted := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: jobs.RunSecretName(name)},
+			Data:       map[string][]byte{"main.tf.json": []byte(`{"resource":{}}`)},
+		}
+		e.create(planted)
+		wantTaken(e, w, name, "Secret "+planted.Name+" exists without its Job", func() {
+			if err := k8s.Delete(e.ctx, planted); err != nil || !e.gone(planted) {
+				t.Fatalf("delete the planted Secret: %v", err)
+			}
+		})
 	})
 }
