@@ -39,4 +39,3 @@ func TestNotOurs(t *testing.T) {
 		})
 	}
 }
-
