@@ -416,6 +416,10 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{"an allowed destructive hash without the guard", func(r *Run) { r.GuardDeletes = false; r.AllowDeletesHash = "h2:x" }, "needs guarded deletes"},
 		{"an expected plan on a destroy", func(r *Run) { r.Op = infrav1.OperationDestroy; r.GuardDeletes = false; r.ExpectPlan = "p1:x" }, "only for an apply"},
 		{"inputs over the Secret limit", func(r *Run) { r.Inputs.TFVars = make([]byte, MaxRunSecretBytes) }, "over the 1048576-byte limit"},
+		{"a restore whose backup chunks are over the Secret limit", func(r *Run) {
+			r.Op, r.GuardDeletes, r.Inputs = infrav1.OperationRestore, false, Inputs{}
+			r.Restore = &Restore{Serial: 3, Chunks: [][]byte{make([]byte, MaxRunSecretBytes/2), make([]byte, MaxRunSecretBytes/2+1)}}
+		}, "over the 1048576-byte limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,28 @@ func NotOurs(existing, built metav1.Object) string {
 	case want != nil && (got.UID != want.UID || got.Kind != want.Kind || got.APIVersion != want.APIVersion):
 		return fmt.Sprintf("it is controlled by %s %s (UID %s), not by %s %s (UID %s)", got.Kind, got.Name, got.UID, want.Kind, want.Name, want.UID)
 	}
+	return missingLabel(existing, built)
+}
+
+// NotOursOrphan says why secret, a per-run Secret found with no Job of its
+// name, is not one CAPTF left behind for an earlier Job of that name (a
+// Job deleted before the garbage collector took its Secret): it must be
+// controlled by a batch/v1 Job named job.Name, whatever its UID, and carry
+// job's labels. "" when it is such an orphan, which CAPTF may delete. Pure.
+func NotOursOrphan(secret metav1.Object, job metav1.Object) string {
+	got := metav1.GetControllerOfNoCopy(secret)
+	switch {
+	case got == nil:
+		return "it has no controller owner reference"
+	case got.APIVersion != "batch/v1" || got.Kind != "Job" || got.Name != job.GetName():
+		return fmt.Sprintf("it is controlled by %s %s, not by Job %s", got.Kind, got.Name, job.GetName())
+	}
+	return missingLabel(secret, job)
+}
+
+// missingLabel names the first label of built (in key order) that existing
+// lacks or holds with another value; "" when it has them all.
+func missingLabel(existing, built metav1.Object) string {
 	keys := make([]string, 0, len(built.GetLabels()))
 	for k := range built.GetLabels() {
 		keys = append(keys, k)

@@ -39,3 +39,33 @@ func TestNotOurs(t *testing.T) {
 		})
 	}
 }
+
+// An orphaned per-run Secret (its Job deleted before the garbage collector
+// took it) is CAPTF's to delete; anything else is not.
+func TestNotOursOrphan(t *testing.T) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "captf-c-prod-apply-a2-abcdef", Labels: map[string]string{"captf.io/op": "apply"}}}
+	ctrlRef := func(apiVersion, kind, name string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: "old", Controller: ptr.To(true)}}
+	}
+	cases := []struct {
+		name string
+		refs []metav1.OwnerReference
+		lbl  map[string]string
+		want string
+	}{
+		{"controlled by a Job of this name, any UID, with its labels: an orphan", ctrlRef("batch/v1", "Job", job.Name), map[string]string{"captf.io/op": "apply"}, ""},
+		{"no controller", nil, map[string]string{"captf.io/op": "apply"}, "no controller"},
+		{"controlled by another Job", ctrlRef("batch/v1", "Job", "other"), map[string]string{"captf.io/op": "apply"}, "not by Job"},
+		{"controlled by something that is not a Job", ctrlRef("v1", "ConfigMap", job.Name), map[string]string{"captf.io/op": "apply"}, "not by Job"},
+		{"the Job's labels missing", ctrlRef("batch/v1", "Job", job.Name), nil, "label captf.io/op"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &metav1.ObjectMeta{OwnerReferences: tt.refs, Labels: tt.lbl}
+			got := NotOursOrphan(s, job)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("NotOursOrphan = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -445,7 +445,9 @@ func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
 // before the Job is created, and says which of them exists and is not
 // CAPTF's ("" when neither). A per-run Secret is checked before its Job
 // exists because the Job's pod would mount whatever Secret has that name:
-// one left without its Job, or controlled by another Job, is never used.
+// one controlled by another Job, or found without its Job and not left by
+// an earlier Job of this name, is never used. An orphan CAPTF left (its
+// Job deleted before the garbage collector took it) is deleted.
 func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.Job) (string, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: built.Namespace, Name: jobs.RunSecretName(built.Name)}
@@ -458,7 +460,15 @@ func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.J
 	err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(built), existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("Secret %s exists without its Job, so it is not CAPTF's", key.Name), nil
+		if why := jobs.NotOursOrphan(secret, built); why != "" {
+			return fmt.Sprintf("Secret %s exists without its Job and is not CAPTF's: %s", key.Name, why), nil
+		}
+		// Left by an earlier Job of this name that was deleted before the
+		// garbage collector took its Secret: it goes, then the run starts.
+		if err := f.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("failed to delete the orphaned Secret %s: %w", key.Name, err)
+		}
+		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("failed to read Job %s: %w", built.Name, err)
 	}

@@ -102,8 +102,9 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)
 	}
+	p.helper = helper
 	defer func() {
-		if err := f.patchStatus(ctx, p, helper, retErr == nil); err != nil {
+		if err := f.patchStatus(ctx, p, p.helper, retErr == nil); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()

@@ -6,6 +6,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -27,11 +28,36 @@ func (f *Flow) preamble(ctx context.Context, p *Pass) error {
 		p.Requeue(decide.RequeueNotReady)
 		return errStop
 	}
-	if !p.deleting() && controllerutil.AddFinalizer(p.Obj, p.Kind.Finalizer()) {
+	if !p.deleting() && !controllerutil.ContainsFinalizer(p.Obj, p.Kind.Finalizer()) {
+		if err := f.addFinalizer(ctx, p); err != nil {
+			return err
+		}
 		return errStop
 	}
 	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
 	p.pausedSeen = true
+	return nil
+}
+
+// addFinalizer adds the kind's finalizer with its own patch under an
+// optimistic lock: a merge patch carries the whole finalizers list, so
+// without the lock a finalizer another controller added since the read
+// would be dropped. A conflict fails the pass (the object is read again)
+// and leaves the object as read. The patch helper then takes its snapshot
+// again, so the status patch does not write the finalizer a second time;
+// nothing is recorded on the object before this step.
+func (f *Flow) addFinalizer(ctx context.Context, p *Pass) error {
+	base := p.Obj.DeepCopyObject().(client.Object)
+	controllerutil.AddFinalizer(p.Obj, p.Kind.Finalizer())
+	if err := p.writes.Patch(ctx, p.Obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		controllerutil.RemoveFinalizer(p.Obj, p.Kind.Finalizer())
+		return fmt.Errorf("failed to add the finalizer %s: %w", p.Kind.Finalizer(), err)
+	}
+	helper, err := patch.NewHelper(p.Obj, p.writes)
+	if err != nil {
+		return fmt.Errorf("failed to create a patch helper: %w", err)
+	}
+	p.helper = helper
 	return nil
 }
 

@@ -24,7 +24,7 @@ import (
 // namespace of its own.
 var (
 	scheme *runtime.Scheme
-	k8s    client.Client // direct: every read is live, never a stale cache
+	k8s    client.Client // direct (a client.WithWatch): every read is live, never a stale cache
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -58,7 +58,7 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 500, 1000
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,9 +1,11 @@
 package lifecycle
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
@@ -291,7 +296,31 @@ func TestForeignRunNames(t *testing.T) {
 		})
 	})
 
-	t.Run("a_per_run_Secret_without_its_Job_is_not_mounted", func(t *testing.T) {
+	t.Run("a_per_run_Secret_CAPTF_left_behind_a_deleted_Job_is_deleted_and_the_run_starts", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		name := next(e, w)
+		orphan := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: jobs.RunSecretName(name),
+				Labels: jobs.Labels(owner.Of(w.TC, infrav1.KindTerraformCluster, "prod"), infrav1.OperationApply, 2),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: "deleted-job-uid", Controller: ptr.To(true)}}},
+			Data: map[string][]byte{"main.tf.json": []byte(`{}`), "terraform.tfvars.json": []byte(`{}`)},
+		}
+		e.create(orphan)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		j := e.wantJob(w.TC, infrav1.OperationApply)
+		s := &corev1.Secret{}
+		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: orphan.Name}, s); err != nil {
+			t.Fatal(err)
+		}
+		if s.UID == orphan.UID || metav1.GetControllerOf(s) == nil || metav1.GetControllerOf(s).UID != j.UID {
+			t.Fatalf("the per-run Secret is still the orphan (controller %v), want one controlled by Job %s", metav1.GetControllerOf(s), j.Name)
+		}
+	})
+
+	t.Run("a_foreign_per_run_Secret_without_its_Job_is_not_mounted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		w := e.newCluster("prod", nil)
@@ -301,10 +330,56 @@ func TestForeignRunNames(t *testing.T) {
 			Data:       map[string][]byte{"main.tf.json": []byte(`{"resource":{}}`)},
 		}
 		e.create(planted)
-		wantTaken(e, w, name, "Secret "+planted.Name+" exists without its Job", func() {
+		wantTaken(e, w, name, "Secret "+planted.Name+" exists without its Job and is not CAPTF's: it has no controller owner reference", func() {
 			if err := k8s.Delete(e.ctx, planted); err != nil || !e.gone(planted) {
 				t.Fatalf("delete the planted Secret: %v", err)
 			}
 		})
 	})
+}
+
+// TestFinalizerOptimisticLock checks that adding the finalizer never drops
+// a finalizer another controller added after the pass read the object: the
+// add carries the read's resourceVersion, so a concurrent write makes it
+// fail and the next pass adds it next to the other one (The Reconcile
+// Lifecycle, preamble).
+func TestFinalizerOptimisticLock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.newCluster("prod", nil)
+	const other = "example.com/other-controller"
+	raced := false
+	racing := interceptor.NewClient(k8s.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if _, ok := obj.(*infrav1.TerraformCluster); ok && key.Name == w.TC.Name && !raced {
+				// Another controller adds its finalizer right after this read.
+				raced = true
+				fresh := &infrav1.TerraformCluster{}
+				if err := c.Get(ctx, key, fresh); err != nil {
+					return err
+				}
+				controllerutil.AddFinalizer(fresh, other)
+				if err := c.Update(ctx, fresh); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	f := e.flowFor(w.TC)
+	f.Client = racing
+	if _, err := f.Reconcile(e.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w.TC)}); err == nil {
+		t.Fatal("the finalizer patch did not conflict with the concurrent write")
+	}
+	e.refresh(w.TC)
+	if !slices.Equal(w.TC.Finalizers, []string{other}) {
+		t.Fatalf("after the conflict the finalizers are %v, want only %s", w.TC.Finalizers, other)
+	}
+	e.mustPass(w.TC)
+	if !slices.Equal(w.TC.Finalizers, []string{other, infrav1.KindTerraformCluster.Finalizer()}) {
+		t.Fatalf("finalizers %v, want %s kept next to CAPTF's", w.TC.Finalizers, other)
+	}
 }
