@@ -303,7 +303,7 @@ func TestForeignRunNames(t *testing.T) {
 		name := next(e, w)
 		orphan := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: jobs.RunSecretName(name),
-				Labels: jobs.Labels(owner.Of(w.TC, infrav1.KindTerraformCluster, "prod"), infrav1.OperationApply, 2),
+				Labels:          jobs.Labels(owner.Of(w.TC, infrav1.KindTerraformCluster, "prod"), infrav1.OperationApply, 2),
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: "deleted-job-uid", Controller: ptr.To(true)}}},
 			Data: map[string][]byte{"main.tf.json": []byte(`{}`), "terraform.tfvars.json": []byte(`{}`)},
 		}
