@@ -204,6 +204,7 @@ const (
 	ReplicasManagedByModuleReason       = "ReplicasManagedByModule"
 	AutoscalingDisabledReason           = "AutoscalingDisabled"
 	AutoscalingAnnotationsInvalidReason = "AutoscalingAnnotationsInvalid"
+	ReplicasManagedExternallyReason     = "ReplicasManagedExternally"
 	CapacityResolvedReason              = "CapacityResolved"
 	CapacityNotDeclaredReason           = "CapacityNotDeclared"
 	CapacityLabelInvalidReason          = "CapacityLabelInvalid"
