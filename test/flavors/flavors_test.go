@@ -74,43 +74,96 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// The variables of reference-facts §12 ("clusterctl variables"): nil is
-// required, otherwise the default. CLUSTER_NAME, NAMESPACE,
-// KUBERNETES_VERSION and the two machine counts of a cluster flavor are
-// what clusterctl generate cluster fills from its own flags.
-var (
-	commonCluster = map[string]*string{
-		"CLUSTER_NAME":                      nil,
-		"NAMESPACE":                         nil,
-		"CONTROL_PLANE_MACHINE_COUNT":       nil,
-		"WORKER_MACHINE_COUNT":              nil,
-		"KUBERNETES_VERSION":                nil,
-		"POD_CIDR":                          ptr.To("192.168.0.0/16"),
-		"SERVICE_CIDR":                      ptr.To("10.128.0.0/12"),
-		"TERRAFORM_CP_NODE_STARTUP_TIMEOUT": ptr.To("1800"),
-		"TERRAFORM_CP_UNHEALTHY_TIMEOUT":    ptr.To("3600"),
-		"TERRAFORM_NODE_STARTUP_TIMEOUT":    ptr.To("1200"),
-		"TERRAFORM_UNHEALTHY_TIMEOUT":       ptr.To("1800"),
-	}
-	required = map[string]*string{
-		"TERRAFORM_CLUSTER_IMAGE": nil,
-		"TERRAFORM_MACHINE_IMAGE": nil,
-		"TERRAFORM_IDENTITY_NAME": nil,
-	}
-	libvirt = map[string]*string{
-		"TERRAFORM_CLUSTER_IMAGE": ptr.To("ghcr.io/captf-io/cluster-api-provider-terraform/libvirt-cluster:v0.1.0-opentofu"),
-		"TERRAFORM_MACHINE_IMAGE": ptr.To("ghcr.io/captf-io/cluster-api-provider-terraform/libvirt-machine:v0.1.0-opentofu"),
-		"TERRAFORM_IDENTITY_NAME": ptr.To("libvirt"),
-		"TERRAFORM_VIP":           nil,
-	}
-)
-
-func union(ms ...map[string]*string) map[string]*string {
-	out := map[string]*string{}
-	for _, m := range ms {
-		maps.Copy(out, m)
+// docVariables reads the Variables table of the clusterctl Variables
+// reference page (docs/book/reference/clusterctl-variables.md): for each
+// file, each variable it reads and its default (nil: required, "–").
+func docVariables(t *testing.T) map[string]map[string]*string {
+	t.Helper()
+	rows := docTable(t, "## Variables")
+	out := map[string]map[string]*string{}
+	for _, r := range rows {
+		if len(r) != 4 {
+			t.Fatalf("Variables row %v has %d cells, want 4", r, len(r))
+		}
+		name := strings.Trim(r[0], "`")
+		var def *string
+		if r[2] != "–" {
+			def = ptr.To(strings.Trim(r[2], "`"))
+		}
+		for _, f := range strings.Split(r[1], ",") {
+			f = strings.Trim(strings.TrimSpace(f), "`")
+			if out[f] == nil {
+				out[f] = map[string]*string{}
+			}
+			if _, dup := out[f][name]; dup {
+				t.Fatalf("%s has two rows for %s", f, name)
+			}
+			out[f][name] = def
+		}
 	}
 	return out
+}
+
+// docTable returns the cells of the first table under heading on the
+// clusterctl Variables page, header and separator rows left out.
+func docTable(t *testing.T, heading string) [][]string {
+	t.Helper()
+	root, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docs", "book", "reference", "clusterctl-variables.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("the clusterctl Variables page has no %q section", heading)
+	}
+	var rows [][]string
+	in := false
+	for _, line := range strings.Split(after, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if in {
+				break
+			}
+			continue
+		}
+		in = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) < 3 {
+		t.Fatalf("the %q table of the clusterctl Variables page is empty", heading)
+	}
+	return rows[2:]
+}
+
+// TestDocsFilesTable: the Files table of the clusterctl Variables page names
+// exactly the files of templates/.
+func TestDocsFilesTable(t *testing.T) {
+	t.Parallel()
+	root, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "templates", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, f := range files {
+		want = append(want, filepath.Base(f))
+	}
+	for _, r := range docTable(t, "## Files") {
+		got = append(got, strings.Trim(r[0], "`"))
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Errorf("the Files table names %v; templates/ holds %v", got, want)
+	}
 }
 
 // values are what a user exports for every variable without a default.
@@ -263,25 +316,26 @@ func create(ctx context.Context, t *testing.T, objs []unstructured.Unstructured)
 	}
 }
 
-// TestFlavors: every flavor of reference-facts §12 renders through
-// clusterctl's own generate-cluster path from a local repository, with
-// exactly the variables and defaults of §12, and every rendered object is
+// TestFlavors: every flavor renders through clusterctl's own
+// generate-cluster path from a local repository, with exactly the variables
+// and defaults of the clusterctl Variables page, and every rendered object is
 // accepted by an API server with Cluster API's CRDs and CAPTF's; a missing
 // required variable fails with clusterctl's own error.
 func TestFlavors(t *testing.T) {
 	t.Parallel()
+	doc := docVariables(t)
 	for _, tc := range []struct {
 		flavor string
-		vars   map[string]*string
+		file   string
 		kinds  []string
 	}{
-		{"", union(commonCluster, required), []string{"Cluster", "TerraformCluster", "KubeadmControlPlane", "TerraformMachineTemplate",
+		{"", "cluster-template.yaml", []string{"Cluster", "TerraformCluster", "KubeadmControlPlane", "TerraformMachineTemplate",
 			"MachineDeployment", "KubeadmConfigTemplate", "MachineHealthCheck"}},
 		// clusterctl adds the class the Cluster names
 		// (clusterclass-noop.yaml) from the repository.
-		{"clusterclass", union(commonCluster, required), []string{"Cluster", "ClusterClass", "TerraformClusterTemplate",
+		{"clusterclass", "cluster-template-clusterclass.yaml", []string{"Cluster", "ClusterClass", "TerraformClusterTemplate",
 			"KubeadmControlPlaneTemplate", "TerraformMachineTemplate", "KubeadmConfigTemplate"}},
-		{"libvirt", union(commonCluster, libvirt), []string{"Cluster", "TerraformCluster", "KubeadmControlPlane", "TerraformMachineTemplate",
+		{"libvirt", "cluster-template-libvirt.yaml", []string{"Cluster", "TerraformCluster", "KubeadmControlPlane", "TerraformMachineTemplate",
 			"MachineDeployment", "KubeadmConfigTemplate", "MachineHealthCheck"}},
 	} {
 		name := tc.flavor
@@ -290,18 +344,19 @@ func TestFlavors(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			want := doc[tc.file]
 			ctx := context.Background()
 			ns := "flavor-" + name
 			list, err := generate(ctx, repository(t, nil), tc.flavor, ns, "c-"+name, true)
 			if err != nil {
 				t.Fatalf("clusterctl generate cluster --list-variables: %v", err)
 			}
-			if got := list.VariableMap(); !maps.EqualFunc(got, tc.vars, func(a, b *string) bool { return ptr.Equal(a, b) }) {
-				t.Errorf("variables\n got %s\nwant %s", describe(got), describe(tc.vars))
+			if got := list.VariableMap(); !maps.EqualFunc(got, want, func(a, b *string) bool { return ptr.Equal(a, b) }) {
+				t.Errorf("variables of %s\n got %s\nthe clusterctl Variables page says %s", tc.file, describe(got), describe(want))
 			}
 
 			vars := map[string]string{}
-			for k, v := range tc.vars {
+			for k, v := range want {
 				if w, ok := values[k]; ok && v == nil {
 					vars[k] = w
 				}
@@ -325,7 +380,7 @@ func TestFlavors(t *testing.T) {
 			create(ctx, t, tpl.Objs())
 
 			// Each required variable left out fails clusterctl itself.
-			for k, v := range tc.vars {
+			for k, v := range want {
 				if _, user := values[k]; !user || v != nil {
 					continue
 				}
@@ -425,19 +480,17 @@ func TestClusterClassNoop(t *testing.T) {
 }
 
 // TestIdentityTemplates: identity.yaml and identity-libvirt.yaml render
-// through clusterctl generate yaml with the variables of §12, and are
-// accepted.
+// through clusterctl generate yaml with the variables of the clusterctl
+// Variables page, and are accepted.
 func TestIdentityTemplates(t *testing.T) {
 	t.Parallel()
+	doc := docVariables(t)
 	for _, tc := range []struct {
 		file string
-		vars map[string]*string
 		set  map[string]string
 	}{
-		{"identity.yaml", map[string]*string{"TERRAFORM_IDENTITY_NAME": nil, "NAMESPACE": nil},
-			map[string]string{"TERRAFORM_IDENTITY_NAME": "flavors-default", "NAMESPACE": "team-flavors"}},
-		{"identity-libvirt.yaml", map[string]*string{"TERRAFORM_IDENTITY_NAME": ptr.To("libvirt"), "NAMESPACE": nil},
-			map[string]string{"NAMESPACE": "team-flavors"}},
+		{"identity.yaml", map[string]string{"TERRAFORM_IDENTITY_NAME": "flavors-default", "NAMESPACE": "team-flavors"}},
+		{"identity-libvirt.yaml", map[string]string{"NAMESPACE": "team-flavors"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -446,8 +499,8 @@ func TestIdentityTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := list.VariableMap(); !maps.EqualFunc(got, tc.vars, func(a, b *string) bool { return ptr.Equal(a, b) }) {
-				t.Errorf("variables\n got %s\nwant %s", describe(got), describe(tc.vars))
+			if got, want := list.VariableMap(), doc[tc.file]; !maps.EqualFunc(got, want, func(a, b *string) bool { return ptr.Equal(a, b) }) {
+				t.Errorf("variables of %s\n got %s\nthe clusterctl Variables page says %s", tc.file, describe(got), describe(want))
 			}
 			if _, err := generateYAML(ctx, repository(t, nil), tc.file, false); err == nil || !strings.Contains(err.Error(), "NAMESPACE") {
 				t.Errorf("without NAMESPACE clusterctl said %v; want its own error naming NAMESPACE", err)
