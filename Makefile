@@ -85,10 +85,25 @@ build: ## Build the binaries into bin/.
 
 TAG ?= dev
 NOOP_IMAGES_DIR ?= _out/images
+# The no-op roles to build (NOOP="cluster machine"), where to push them and
+# the version their tags carry; TERRAFORM=<binary> adds the Terraform-based
+# images. No container engine is needed: images are built and pushed with
+# go-containerregistry.
+NOOP ?= cluster machine machinepool
+NOOP_REGISTRY ?=
+VERSION ?= $(RELEASE_TAG)
+TERRAFORM ?=
 
 .PHONY: noop-images
-noop-images: ## Build the no-op module images into OCI layouts in $(NOOP_IMAGES_DIR) (REGISTRY=host/path also pushes them).
-	go run ./hack/noop-images --layout-dir $(NOOP_IMAGES_DIR) --tag $(TAG) $(if $(REGISTRY),--registry $(REGISTRY))
+noop-images: ## Build the no-op module images of $(NOOP) into OCI layouts in $(NOOP_IMAGES_DIR) (REGISTRY=host/path also pushes them).
+	go run ./hack/noop-images --roles "$(NOOP)" --layout-dir $(NOOP_IMAGES_DIR) --tag $(TAG) $(if $(REGISTRY),--registry $(REGISTRY))
+
+.PHONY: noop-images-push
+noop-images-push: ## Push the no-op images of $(NOOP) to $(NOOP_REGISTRY)/noop-<role>:$(VERSION)-opentofu (and -terraform with TERRAFORM=<binary>).
+	@test -n "$(NOOP_REGISTRY)" || { echo "noop-images-push: set NOOP_REGISTRY=host/path"; exit 1; }
+	@test -n "$(VERSION)" || { echo "noop-images-push: set VERSION"; exit 1; }
+	go run ./hack/noop-images --roles "$(NOOP)" --registry $(NOOP_REGISTRY) --tag $(VERSION)-opentofu
+	$(if $(TERRAFORM),go run ./hack/noop-images --roles "$(NOOP)" --registry $(NOOP_REGISTRY) --tag $(VERSION)-terraform --terraform $(TERRAFORM),@echo "noop-images-push: no TERRAFORM=<binary>, so no $(VERSION)-terraform images")
 
 MANAGER_IMAGE_NAME ?= ghcr.io/captf-io/cluster-api-provider-terraform/manager
 RELEASE_TAG ?= dev
@@ -98,6 +113,18 @@ RELEASE_DIR ?= _out/release
 .PHONY: manager-image
 manager-image: ## Build the manager image (/manager and a static /runner); REGISTRY=host/path pushes it, else an OCI layout in _out/images.
 	go run ./hack/manager-image $(if $(REGISTRY),--registry $(REGISTRY),--layout-dir _out/images) --tag $(RELEASE_TAG)
+
+# The manager image as the Quick Start names it: IMG is the full reference.
+IMG ?= $(RELEASE_IMAGE)
+RELEASE_IMG ?= $(RELEASE_IMAGE)
+
+.PHONY: docker-build
+docker-build: ## Build the manager image $(IMG) into the OCI layout _out/images/manager (no container engine).
+	go run ./hack/manager-image --layout-dir _out/images --tag $(lastword $(subst :, ,$(IMG))) --version $(VERSION)
+
+.PHONY: docker-push
+docker-push: ## Build and push the manager image to $(IMG) (no container engine).
+	go run ./hack/manager-image --image $(IMG) --version $(VERSION)
 
 ##@ tfcapi-lint
 
@@ -146,10 +173,11 @@ release-plugin: ## Build kubectl-captf archives for each platform and render its
 	hack/krew/release.sh $(RELEASE_TAG) $(RELEASE_DIR) $(PLUGIN_PLATFORMS)
 
 .PHONY: manifests-release
-manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMAGE)) and metadata.yaml into $(RELEASE_DIR).
+manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMG)), metadata.yaml and the flavors into $(RELEASE_DIR), a clusterctl local repository.
 	rm -rf $(RELEASE_DIR)/kustomize && mkdir -p $(RELEASE_DIR)/kustomize
 	cp -R config/. $(RELEASE_DIR)/kustomize/
-	cd $(RELEASE_DIR)/kustomize/default && $(KUSTOMIZE) edit set image $(MANAGER_IMAGE_NAME)=$(RELEASE_IMAGE)
+	cd $(RELEASE_DIR)/kustomize/default && $(KUSTOMIZE) edit set image $(MANAGER_IMAGE_NAME)=$(RELEASE_IMG)
 	$(KUSTOMIZE) build $(RELEASE_DIR)/kustomize/default > $(RELEASE_DIR)/infrastructure-components.yaml
 	cp config/metadata.yaml $(RELEASE_DIR)/metadata.yaml
+	cp templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
 	rm -rf $(RELEASE_DIR)/kustomize

@@ -209,6 +209,7 @@ const (
 	ReplicasManagedByModuleReason       = "ReplicasManagedByModule"
 	AutoscalingDisabledReason           = "AutoscalingDisabled"
 	AutoscalingAnnotationsInvalidReason = "AutoscalingAnnotationsInvalid"
+	ReplicasManagedExternallyReason     = "ReplicasManagedExternally"
 	CapacityResolvedReason              = "CapacityResolved"
 	CapacityNotDeclaredReason           = "CapacityNotDeclared"
 	CapacityLabelInvalidReason          = "CapacityLabelInvalid"

@@ -5,6 +5,7 @@
 //
 //	go run ./hack/manager-image --registry 127.0.0.1:5000/captf --tag dev
 //	go run ./hack/manager-image --layout-dir _out/images --tag v0.1.0 --version v0.1.0
+//	go run ./hack/manager-image --image registry.example.com/you/cluster-api-provider-terraform:v0.1.0
 package main
 
 import (
@@ -28,11 +29,13 @@ func main() {
 		registry  string
 		layoutDir string
 		tag       string
+		image     string
 		insecure  bool
 	)
 	flag.StringVar(&registry, "registry", "", "push to <registry>/manager:<tag> (for example 127.0.0.1:5000/captf)")
 	flag.StringVar(&layoutDir, "layout-dir", "", "write to the OCI layout <dir>/manager under the reference name <tag>")
 	flag.StringVar(&tag, "tag", "dev", "image tag")
+	flag.StringVar(&image, "image", "", "push to this exact reference (host/path/name:tag), as make docker-push IMG= does")
 	flag.BoolVar(&insecure, "insecure", false, "use plain HTTP for a registry that is neither loopback nor private")
 	flag.StringVar(&o.Arch, "arch", runtime.GOARCH, "GOARCH of the binaries and the image")
 	flag.StringVar(&o.Version, "version", "", "version stamped into the binaries and the org.opencontainers.image.version label")
@@ -46,15 +49,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o, registry, layoutDir, tag, insecure); err != nil {
+	if err := run(ctx, o, registry, layoutDir, tag, image, insecure); err != nil {
 		fmt.Fprintf(os.Stderr, "manager-image: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag string, insecure bool) error {
-	if registry == "" && layoutDir == "" {
-		return errors.New("nothing to do: set --registry, --layout-dir or both")
+func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag, image string, insecure bool) error {
+	if registry == "" && layoutDir == "" && image == "" {
+		return errors.New("nothing to do: set --registry, --image, --layout-dir or a combination")
 	}
 	root, err := tools.RepoRoot()
 	if err != nil {
@@ -73,8 +76,15 @@ func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag s
 		}
 		fmt.Printf("oci:%s:%s@%s\n", dir, tag, d)
 	}
+	var refs []string
 	if registry != "" {
-		d, err := imagebuild.Push(ctx, registry+"/manager:"+tag, img, insecure)
+		refs = append(refs, registry+"/manager:"+tag)
+	}
+	if image != "" {
+		refs = append(refs, image)
+	}
+	for _, ref := range refs {
+		d, err := imagebuild.Push(ctx, ref, img, insecure)
 		if err != nil {
 			return err
 		}

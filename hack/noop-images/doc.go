@@ -10,4 +10,7 @@
 // holding the image under the reference name <tag> (readable as
 // oci:<dir>/noop-<role>). With --registry, each image is pushed to
 // <registry>/noop-<role>:<tag>. The digests are printed one per line.
+// --roles builds only some roles ("cluster machine"); --terraform <binary>
+// builds on Terraform instead of OpenTofu (make noop-images-push tags those
+// <version>-terraform, the OpenTofu ones <version>-opentofu).
 package main

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -20,6 +22,8 @@ import (
 )
 
 type options struct {
+	roles          string
+	terraform      string
 	modules        string
 	layoutDir      string
 	registry       string
@@ -34,6 +38,8 @@ type options struct {
 
 func main() {
 	var o options
+	flag.StringVar(&o.roles, "roles", "", "roles to build, separated by spaces or commas (default: cluster, machine and machinepool)")
+	flag.StringVar(&o.terraform, "terraform", "", "build on this Terraform binary instead of the pinned OpenTofu (io.captf.runtime terraform)")
 	flag.StringVar(&o.modules, "modules", "modules/noop", "directory holding the cluster, machine and machinepool modules")
 	flag.StringVar(&o.layoutDir, "layout-dir", "", "write each image to the OCI layout <dir>/noop-<role>")
 	flag.StringVar(&o.registry, "registry", "", "push each image to <registry>/noop-<role>:<tag> (for example 127.0.0.1:5000/captf)")
@@ -61,7 +67,18 @@ func run(ctx context.Context, o options) error {
 	if o.layoutDir == "" && o.registry == "" {
 		return errors.New("nothing to do: set --layout-dir, --registry or both")
 	}
-	if o.tofu == "" {
+	roles, err := selectRoles(o.roles)
+	if err != nil {
+		return err
+	}
+	runtimeName := contract.RuntimeTofu
+	switch {
+	case o.terraform != "":
+		if o.tofu != "" {
+			return errors.New("set --tofu or --terraform, not both")
+		}
+		o.tofu, runtimeName = o.terraform, contract.RuntimeTerraform
+	case o.tofu == "":
 		p, err := tools.Path("tofu")
 		if err != nil {
 			return fmt.Errorf("find the pinned OpenTofu: %w", err)
@@ -75,12 +92,12 @@ func run(ctx context.Context, o options) error {
 		}
 		o.runtimeVersion = v
 	}
-	for _, role := range contract.Roles() {
+	for _, role := range roles {
 		m := imagebuild.ModuleImage{
 			Role:           role,
 			ModuleDir:      filepath.Join(o.modules, string(role)),
 			Runtime:        o.tofu,
-			RuntimeName:    contract.RuntimeTofu,
+			RuntimeName:    runtimeName,
 			RuntimeVersion: o.runtimeVersion,
 			EmptyProviders: true,
 			Source:         o.source,
@@ -110,6 +127,26 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	return nil
+}
+
+// selectRoles parses --roles: names of contract roles separated by spaces
+// or commas, each once; empty is every role.
+func selectRoles(list string) ([]contract.Role, error) {
+	all := contract.Roles()
+	if strings.TrimSpace(list) == "" {
+		return all, nil
+	}
+	var out []contract.Role
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' }) {
+		r := contract.Role(f)
+		if !slices.Contains(all, r) {
+			return nil, fmt.Errorf("unknown role %q in --roles (the roles are %v)", f, all)
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // tofuVersion asks the binary for its version (version -json).

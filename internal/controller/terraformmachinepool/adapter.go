@@ -76,12 +76,8 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		return nil
 	}
 	auto := inputs.ParseAutoscaling(mp.Annotations)
-	switch auto.Reason {
-	case infrav1.ReplicasManagedByModuleReason:
-		p.SetCondition(infrav1.AutoscalingActiveCondition, "True", auto.Reason, "")
-	default:
-		p.SetCondition(infrav1.AutoscalingActiveCondition, "False", auto.Reason, auto.Message)
-	}
+	c := autoscalingCondition(auto, mp.Annotations)
+	p.SetCondition(infrav1.AutoscalingActiveCondition, c.Status, c.Reason, c.Message)
 	if !lifecycle.ClusterInfrastructureProvisioned(p.Cluster) {
 		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
 		return nil

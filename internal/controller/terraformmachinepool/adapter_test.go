@@ -16,6 +16,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -52,6 +53,52 @@ func TestPlanWriteBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := planWriteBack(tc.ann, tc.enabled, tc.status, tc.spec); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("planWriteBack = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAutoscalingCondition: Machine Pools, "Choose fixed replicas or
+// autoscaling": AutoscalingActive is True/ReplicasManagedByModule only with
+// both annotations valid and replicas-managed-by absent, "false" or CAPTF's;
+// a foreign truthy value is ReplicasManagedExternally (no write-back); an
+// invalid pair or none keeps the parse's reason.
+func TestAutoscalingCondition(t *testing.T) {
+	const key = infrav1.ReplicasManagedByAnnotation
+	on := map[string]string{inputs.AutoscalerMinSizeAnnotation: "2", inputs.AutoscalerMaxSizeAnnotation: "5"}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for bk, bv := range base {
+			m[bk] = bv
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		ann    map[string]string
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"autoscaling/valid_unclaimed_is_active", on, metav1.ConditionTrue, infrav1.ReplicasManagedByModuleReason},
+		{"autoscaling/valid_with_false_is_active", with(on, key, "false"), metav1.ConditionTrue, infrav1.ReplicasManagedByModuleReason},
+		{"autoscaling/valid_with_own_claim_is_active", with(on, key, infrav1.ReplicasManagedByCAPTF), metav1.ConditionTrue, infrav1.ReplicasManagedByModuleReason},
+		{"autoscaling/valid_with_a_foreign_claim_is_external", with(on, key, "cluster-autoscaler"), metav1.ConditionFalse, infrav1.ReplicasManagedExternallyReason},
+		{"autoscaling/valid_with_an_empty_claim_is_external", with(on, key, ""), metav1.ConditionFalse, infrav1.ReplicasManagedExternallyReason},
+		{"autoscaling/no_annotation_is_disabled", nil, metav1.ConditionFalse, infrav1.AutoscalingDisabledReason},
+		{"autoscaling/min_above_max_is_invalid", map[string]string{inputs.AutoscalerMinSizeAnnotation: "5", inputs.AutoscalerMaxSizeAnnotation: "2"},
+			metav1.ConditionFalse, infrav1.AutoscalingAnnotationsInvalidReason},
+		{"autoscaling/invalid_with_a_foreign_claim_stays_invalid", map[string]string{inputs.AutoscalerMinSizeAnnotation: "x", inputs.AutoscalerMaxSizeAnnotation: "2", key: "other"},
+			metav1.ConditionFalse, infrav1.AutoscalingAnnotationsInvalidReason},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := autoscalingCondition(inputs.ParseAutoscaling(tc.ann), tc.ann)
+			status, reason, message := c.Status, c.Reason, c.Message
+			if status != tc.status || reason != tc.reason {
+				t.Errorf("got %s/%s (%s), want %s/%s", status, reason, message, tc.status, tc.reason)
+			}
+			if status == metav1.ConditionFalse && reason != infrav1.AutoscalingDisabledReason && message == "" {
+				t.Error("a False condition other than AutoscalingDisabled needs a message")
 			}
 		})
 	}

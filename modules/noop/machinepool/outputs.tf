@@ -9,7 +9,7 @@ output "provider_id_list" {
 }
 
 output "replicas" {
-  value = var.replicas
+  value = local.desired
 }
 
 output "instances" {

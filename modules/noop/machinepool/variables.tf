@@ -69,3 +69,12 @@ variable "kubernetes_version" {
 variable "autoscaling" {
   type = object({ enabled = bool, min = number, max = number })
 }
+
+# The secret_suffix of a state in the object's namespace whose output
+# desired_capacity, when there is one, is the group's desired capacity in
+# place of var.replicas: a cloud-side scale on demand, for trying an
+# autoscaled pool's write-back. It is read at every refresh and drift check.
+variable "capacity_source" {
+  type    = string
+  default = null
+}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,12 +35,17 @@ import (
 	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
 	controlplanesetup "sigs.k8s.io/cluster-api/controlplane/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	topologycluster "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
+	topologymachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
+	topologymachineset "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
 	coresetup "sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/cluster-api/util/index"
 
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
@@ -163,6 +169,13 @@ func InstallCRDSets(cfg *rest.Config, sets ...CRDSet) error {
 
 var starts atomic.Int64
 
+// enableTopology turns Cluster API's ClusterTopology feature gate on, as
+// clusterctl init does with CLUSTER_TOPOLOGY=true. The gate is global to
+// the process and read by the webhooks as well as the controllers.
+var enableTopology = sync.OnceValue(func() error {
+	return feature.MutableGates.Set(string(feature.ClusterTopology) + "=true")
+})
+
 // Options configure the in-process Cluster API.
 type Options struct {
 	// Config is the admin client configuration. Required.
@@ -204,6 +217,9 @@ func Start(ctx context.Context, opts Options) (*CAPI, error) {
 		if err := InstallCRDSets(opts.Config, sets...); err != nil {
 			return nil, err
 		}
+	}
+	if err := enableTopology(); err != nil {
+		return nil, fmt.Errorf("capi: failed to enable the ClusterTopology feature gate: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &CAPI{cancel: cancel}
@@ -386,6 +402,21 @@ func setupCore(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache
 	}
 	if err := (&machinehealthcheck.Reconciler{Client: c, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
 		return nil, fmt.Errorf("machinehealthcheck controller: %w", err)
+	}
+	// ClusterTopology: the ClusterClass controller and the topology
+	// controllers, as upstream runs them with the gate on (no runtime
+	// extensions: RuntimeSDK stays off).
+	if err := (&clusterclass.Reconciler{Client: c}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return nil, fmt.Errorf("clusterclass controller: %w", err)
+	}
+	if err := (&topologycluster.Reconciler{Client: c, APIReader: r, ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return nil, fmt.Errorf("cluster topology controller: %w", err)
+	}
+	if err := (&topologymachinedeployment.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return nil, fmt.Errorf("machinedeployment topology controller: %w", err)
+	}
+	if err := (&topologymachineset.Reconciler{Client: c, APIReader: r}).SetupWithManager(ctx, mgr, concurrency(10)); err != nil {
+		return nil, fmt.Errorf("machineset topology controller: %w", err)
 	}
 	return cc, nil
 }

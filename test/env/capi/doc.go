@@ -13,9 +13,10 @@
 // Differences from a management cluster, all deliberate:
 //   - CRDs are served with conversion strategy None: use the v1beta2 API
 //     (v1beta1 requests are not converted).
-//   - The ClusterTopology and RuntimeSDK features are off (upstream default):
-//     no ClusterClass topology controller, no runtime extensions;
-//     ClusterResourceSets are not reconciled.
+//   - The ClusterTopology feature is on, as clusterctl init sets it with
+//     CLUSTER_TOPOLOGY=true: the ClusterClass controller and the topology
+//     controllers run. RuntimeSDK stays off (upstream default): no runtime
+//     extensions. ClusterResourceSets are not reconciled.
 //   - MachineSets run all preflight checks, as upstream does by default. A
 //     control plane here is never reachable, so worker Machines wait for it
 //     unless the MachineDeployment (or MachineSet) carries

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+)
+
+// TestClusterClassFlavor brings the clusterclass flavor up on the no-op
+// images with Cluster API's ClusterTopology controllers (book: Templates and
+// ClusterClass): templates/clusterclass-noop.yaml applied to the namespace,
+// extended with the book's module-variable patch (a topology variable
+// written into the TerraformClusterTemplate's spec.template.spec.variables),
+// then cluster-template-clusterclass.yaml with three control-plane machines
+// (the class's control plane rolls out with maxSurge 0, which
+// KubeadmControlPlane allows from three replicas) and no workers. Without a
+// real control plane only the first control-plane machine is created, and
+// a worker would never get bootstrap data.
+//
+//   - The topology controller clones the templates; the TerraformCluster
+//     carries clusterImage and identityName (also as defaults.identityRef),
+//     the patched module variable reaches its tfvars, and it and the
+//     control-plane TerraformMachine reach Ready.
+//   - Changing machineImage makes the topology controller create a new
+//     TerraformMachineTemplate with the new image and roll the control plane
+//     and the MachineDeployment onto it.
+func TestClusterClassFlavor(t *testing.T) {
+	t.Parallel()
+	const ns, name = "team-cc", "cc"
+	w := start(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	w.identityFor(ctx, ns)
+
+	raw, err := os.ReadFile(filepath.Join(root(t), "templates", "clusterclass-noop.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	class, err := framework.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range class {
+		o.SetNamespace(ns)
+		if o.GetKind() == "ClusterClass" {
+			addTeamPatch(t, o)
+		}
+		w.create(ctx, o)
+	}
+	objs, err := framework.Template(root(t), "cluster-template-clusterclass.yaml", map[string]string{
+		"CLUSTER_NAME": name, "NAMESPACE": ns, "KUBERNETES_VERSION": "v1.36.3",
+		"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "0",
+		"TERRAFORM_CLUSTER_IMAGE": w.images.Cluster, "TERRAFORM_MACHINE_IMAGE": w.images.Machine,
+		"TERRAFORM_IDENTITY_NAME": w.identity,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Cluster" {
+			vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "topology", "variables")
+			vars = append(vars, map[string]any{"name": "team", "value": "platform"})
+			if err := unstructured.SetNestedSlice(o.Object, vars, "spec", "topology", "variables"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Cluster API's webhook refuses a Cluster until its class is
+		// reconciled.
+		w.eventually(ctx, 2*time.Minute, "the Cluster on ClusterClass noop to be accepted", func() (bool, string) {
+			err := framework.Apply(ctx, w.c, o.DeepCopy())
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+
+	tc := &infrav1.TerraformCluster{}
+	tm := &infrav1.TerraformMachine{}
+	w.eventually(ctx, 8*time.Minute, "the topology's TerraformCluster and control-plane TerraformMachine to be Ready", func() (bool, string) {
+		var tcs infrav1.TerraformClusterList
+		var tms infrav1.TerraformMachineList
+		cl := &clusterv1.Cluster{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
+			return false, err.Error()
+		}
+		topo := conditionOf(cl, clusterv1.ClusterTopologyReconciledCondition)
+		cluster := fmt.Sprintf("Cluster TopologyReconciled %s/%s: %s; infrastructureRef %q, controlPlaneRef %q; ",
+			topo.Status, topo.Reason, topo.Message, cl.Spec.InfrastructureRef.Name, cl.Spec.ControlPlaneRef.Name)
+		sel := client.MatchingLabels{clusterv1.ClusterNameLabel: name}
+		if err := w.c.List(ctx, &tcs, client.InNamespace(ns), sel); err != nil || len(tcs.Items) != 1 {
+			return false, fmt.Sprintf("%sTerraformClusters %d, %v", cluster, len(tcs.Items), err)
+		}
+		*tc = tcs.Items[0]
+		okC, whyC := ready(tc)
+		if err := w.c.List(ctx, &tms, client.InNamespace(ns), sel); err != nil || len(tms.Items) != 1 {
+			return false, fmt.Sprintf("%sTerraformCluster %s; TerraformMachines %d, %v", cluster, whyC, len(tms.Items), err)
+		}
+		*tm = tms.Items[0]
+		okM, whyM := ready(tm)
+		return okC && okM, cluster + "TerraformCluster " + whyC + "; TerraformMachine " + whyM
+	})
+	if tc.Spec.Source.Image != w.images.Cluster || tc.Spec.IdentityRef == nil || tc.Spec.IdentityRef.Name != w.identity ||
+		tc.Spec.Defaults == nil || tc.Spec.Defaults.IdentityRef == nil || tc.Spec.Defaults.IdentityRef.Name != w.identity {
+		t.Errorf("the TerraformCluster's image %q, identityRef %+v, defaults %+v; want %q and identity %q from the topology variables",
+			tc.Spec.Source.Image, tc.Spec.IdentityRef, tc.Spec.Defaults, w.images.Cluster, w.identity)
+	}
+	if tm.Spec.Source.Image != w.images.Machine {
+		t.Errorf("the control-plane TerraformMachine runs %q, want machineImage %q", tm.Spec.Source.Image, w.images.Machine)
+	}
+	durable := &corev1.Secret{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: lifecycle.DurableName(infrav1.KindTerraformCluster, tc.Name)}, durable); err != nil {
+		t.Fatal(err)
+	}
+	var tfvars map[string]any
+	if err := json.Unmarshal(durable.Data[contract.TFVarsFile], &tfvars); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(tfvars["extra_tags"]); got != "map[team:platform]" {
+		t.Errorf("the cluster module's extra_tags is %s; want the topology variable team patched in (map[team:platform])", got)
+	}
+
+	// machineImage changes: the topology controller creates a new
+	// TerraformMachineTemplate and rolls the control plane and the
+	// MachineDeployment onto it.
+	next := w.images.Machine + "-rollout"
+	cluster := &clusterv1.Cluster{}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return err
+		}
+		for i := range cluster.Spec.Topology.Variables {
+			if cluster.Spec.Topology.Variables[i].Name == "machineImage" {
+				cluster.Spec.Topology.Variables[i].Value.Raw = []byte(`"` + next + `"`)
+			}
+		}
+		return w.c.Update(ctx, cluster)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(ctx, 3*time.Minute, "the control plane and the MachineDeployment to reference a TerraformMachineTemplate of the new image", func() (bool, string) {
+		var kcps controlplanev1.KubeadmControlPlaneList
+		var mds clusterv1.MachineDeploymentList
+		sel := client.MatchingLabels{clusterv1.ClusterNameLabel: name}
+		if err := w.c.List(ctx, &kcps, client.InNamespace(ns), sel); err != nil || len(kcps.Items) != 1 {
+			return false, fmt.Sprintf("KubeadmControlPlanes %d, %v", len(kcps.Items), err)
+		}
+		if err := w.c.List(ctx, &mds, client.InNamespace(ns), sel); err != nil || len(mds.Items) != 1 {
+			return false, fmt.Sprintf("MachineDeployments %d, %v", len(mds.Items), err)
+		}
+		image := func(ref string) string {
+			tmt := &infrav1.TerraformMachineTemplate{}
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref}, tmt); err != nil {
+				return err.Error()
+			}
+			return tmt.Spec.Template.Spec.Source.Image
+		}
+		cp := image(kcps.Items[0].Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+		md := image(mds.Items[0].Spec.Template.Spec.InfrastructureRef.Name)
+		return cp == next && md == next, fmt.Sprintf("control plane template image %q, MachineDeployment template image %q", cp, md)
+	})
+}
+
+// addTeamPatch adds the book's module-variable patch (Templates and
+// ClusterClass, "Patch a module variable through ClusterClass") to the
+// class, on the TerraformClusterTemplate: topology variable team becomes
+// the no-op cluster module's extra_tags.
+func addTeamPatch(t *testing.T, cc *unstructured.Unstructured) {
+	t.Helper()
+	vars, _, _ := unstructured.NestedSlice(cc.Object, "spec", "variables")
+	vars = append(vars, map[string]any{"name": "team", "required": true,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "string"}}})
+	patches, _, _ := unstructured.NestedSlice(cc.Object, "spec", "patches")
+	patches = append(patches, map[string]any{"name": "team", "definitions": []any{map[string]any{
+		"selector": map[string]any{
+			"apiVersion": infrav1.GroupVersion.String(), "kind": "TerraformClusterTemplate",
+			"matchResources": map[string]any{"infrastructureCluster": true},
+		},
+		"jsonPatches": []any{map[string]any{
+			"op": "add", "path": "/spec/template/spec/variables",
+			"valueFrom": map[string]any{"template": "extra_tags:\n  team: {{ .team }}\n"},
+		}},
+	}}})
+	if err := unstructured.SetNestedSlice(cc.Object, vars, "spec", "variables"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(cc.Object, patches, "spec", "patches"); err != nil {
+		t.Fatal(err)
+	}
+}
