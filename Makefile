@@ -1,6 +1,6 @@
 # CAPTF — Cluster API Provider Terraform.
 #
-# Third-party binaries (kube-apiserver, etcd, OpenTofu, Cluster API,
+# Third-party binaries (kube-apiserver, etcd, OpenTofu, Terraform, Cluster API,
 # controller-gen, kustomize, staticcheck) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
@@ -83,12 +83,20 @@ test: tools ## Run every test, end-to-end included.
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build -o bin/ ./cmd/...
 
-TAG ?= dev
+# The no-op images: the roles in NOOP, each built on OpenTofu and on
+# Terraform and tagged $(VERSION)-opentofu and $(VERSION)-terraform.
+NOOP ?= cluster machine machinepool
+VERSION ?= dev
 NOOP_IMAGES_DIR ?= _out/images
 
 .PHONY: noop-images
-noop-images: ## Build the no-op module images into OCI layouts in $(NOOP_IMAGES_DIR) (REGISTRY=host/path also pushes them).
-	go run ./hack/noop-images --layout-dir $(NOOP_IMAGES_DIR) --tag $(TAG) $(if $(REGISTRY),--registry $(REGISTRY))
+noop-images: ## Build the no-op module images of NOOP (tags $(VERSION)-opentofu, $(VERSION)-terraform) into OCI layouts in $(NOOP_IMAGES_DIR).
+	go run ./hack/noop-images --layout-dir $(NOOP_IMAGES_DIR) --tag $(VERSION) --roles "$(NOOP)"
+
+.PHONY: noop-images-push
+noop-images-push: ## Build and push the no-op module images of NOOP to $(NOOP_REGISTRY)/noop-<role>:$(VERSION)-<runtime>.
+	@test -n "$(NOOP_REGISTRY)" || { echo "noop-images-push: set NOOP_REGISTRY=<registry>/<path>"; exit 1; }
+	go run ./hack/noop-images --registry $(NOOP_REGISTRY) --tag $(VERSION) --roles "$(NOOP)"
 
 MANAGER_IMAGE_NAME ?= ghcr.io/captf-io/cluster-api-provider-terraform/manager
 RELEASE_TAG ?= dev
@@ -118,7 +126,8 @@ lint-modules: bin/tfcapi-lint ## Lint the no-op modules (modules/noop) with tfca
 
 .PHONY: lint-images
 lint-images: bin/tfcapi-lint noop-images ## Build the no-op images (make noop-images) and lint them with tfcapi-lint --strict.
-	@for role in $(ROLES); do echo "== noop-$$role"; bin/tfcapi-lint image oci:$(NOOP_IMAGES_DIR)/noop-$$role:$(TAG) --role $$role --strict || exit 1; done
+	@for role in $(NOOP); do for rt in opentofu terraform; do echo "== noop-$$role:$(VERSION)-$$rt"; \
+		bin/tfcapi-lint image oci:$(NOOP_IMAGES_DIR)/noop-$$role:$(VERSION)-$$rt --role $$role --strict || exit 1; done; done
 
 .PHONY: release-lint-snapshot
 release-lint-snapshot: ## Build the five tfcapi-lint release binaries and tfcapi-lint-checksums.txt into dist/, stamped with a snapshot version.
