@@ -131,7 +131,7 @@ func testProviderFromTheMirror(t *testing.T, rt tools.Runtime) {
 		}
 		out := f.runEnv(f.offlineEnv(), "apply")
 		f.mustSucceed(out, "init,validate,apply")
-		if !strings.Contains(out.log(), "lock file") {
+		if !strings.Contains(out.log(), "Reusing previous version of "+osNamespace+"/"+osType+" from the dependency lock file") {
 			t.Errorf("init did not use the module's lock file:\n%s", out.log())
 		}
 	})
