@@ -1,6 +1,6 @@
 # CAPTF — Cluster API Provider Terraform.
 #
-# Third-party binaries (kube-apiserver, etcd, OpenTofu, Cluster API,
+# Third-party binaries (kube-apiserver, etcd, OpenTofu, Terraform, Cluster API,
 # controller-gen, kustomize, staticcheck) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
@@ -83,27 +83,23 @@ test: tools ## Run every test, end-to-end included.
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build -o bin/ ./cmd/...
 
-TAG ?= dev
-NOOP_IMAGES_DIR ?= _out/images
-# The no-op roles to build (NOOP="cluster machine"), where to push them and
-# the version their tags carry; TERRAFORM=<binary> adds the Terraform-based
-# images. No container engine is needed: images are built and pushed with
+# The no-op images: the roles in NOOP, each built on OpenTofu and on
+# Terraform and tagged $(VERSION)-opentofu and $(VERSION)-terraform. No
+# container engine is needed: images are built and pushed with
 # go-containerregistry.
 NOOP ?= cluster machine machinepool
+VERSION ?= dev
+NOOP_IMAGES_DIR ?= _out/images
 NOOP_REGISTRY ?=
-VERSION ?= $(RELEASE_TAG)
-TERRAFORM ?=
 
 .PHONY: noop-images
-noop-images: ## Build the no-op module images of $(NOOP) into OCI layouts in $(NOOP_IMAGES_DIR) (REGISTRY=host/path also pushes them).
-	go run ./hack/noop-images --roles "$(NOOP)" --layout-dir $(NOOP_IMAGES_DIR) --tag $(TAG) $(if $(REGISTRY),--registry $(REGISTRY))
+noop-images: ## Build the no-op module images of NOOP (tags $(VERSION)-opentofu, $(VERSION)-terraform) into OCI layouts in $(NOOP_IMAGES_DIR).
+	go run ./hack/noop-images --layout-dir $(NOOP_IMAGES_DIR) --tag $(VERSION) --roles "$(NOOP)"
 
 .PHONY: noop-images-push
-noop-images-push: ## Push the no-op images of $(NOOP) to $(NOOP_REGISTRY)/noop-<role>:$(VERSION)-opentofu (and -terraform with TERRAFORM=<binary>).
-	@test -n "$(NOOP_REGISTRY)" || { echo "noop-images-push: set NOOP_REGISTRY=host/path"; exit 1; }
-	@test -n "$(VERSION)" || { echo "noop-images-push: set VERSION"; exit 1; }
-	go run ./hack/noop-images --roles "$(NOOP)" --registry $(NOOP_REGISTRY) --tag $(VERSION)-opentofu
-	$(if $(TERRAFORM),go run ./hack/noop-images --roles "$(NOOP)" --registry $(NOOP_REGISTRY) --tag $(VERSION)-terraform --terraform $(TERRAFORM),@echo "noop-images-push: no TERRAFORM=<binary>, so no $(VERSION)-terraform images")
+noop-images-push: ## Build and push the no-op module images of NOOP to $(NOOP_REGISTRY)/noop-<role>:$(VERSION)-<runtime>.
+	@test -n "$(NOOP_REGISTRY)" || { echo "noop-images-push: set NOOP_REGISTRY=<registry>/<path>"; exit 1; }
+	go run ./hack/noop-images --registry $(NOOP_REGISTRY) --tag $(VERSION) --roles "$(NOOP)"
 
 MANAGER_IMAGE_NAME ?= ghcr.io/captf-io/cluster-api-provider-terraform/manager
 RELEASE_TAG ?= dev
@@ -145,7 +141,8 @@ lint-modules: bin/tfcapi-lint ## Lint the no-op modules (modules/noop) with tfca
 
 .PHONY: lint-images
 lint-images: bin/tfcapi-lint noop-images ## Build the no-op images (make noop-images) and lint them with tfcapi-lint --strict.
-	@for role in $(ROLES); do echo "== noop-$$role"; bin/tfcapi-lint image oci:$(NOOP_IMAGES_DIR)/noop-$$role:$(TAG) --role $$role --strict || exit 1; done
+	@for role in $(NOOP); do for rt in opentofu terraform; do echo "== noop-$$role:$(VERSION)-$$rt"; \
+		bin/tfcapi-lint image oci:$(NOOP_IMAGES_DIR)/noop-$$role:$(VERSION)-$$rt --role $$role --strict || exit 1; done; done
 
 .PHONY: release-lint-snapshot
 release-lint-snapshot: ## Build the five tfcapi-lint release binaries and tfcapi-lint-checksums.txt into dist/, stamped with a snapshot version.

@@ -7,14 +7,17 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 // TestDestructivePlanGuard: a guarded apply stops before a plan that
 // replaces a resource (Plan Approval, "The destructive-plan guard"), applies
 // once that inputs hash is approved, and an approved plan hash that no
-// longer matches stops with plan-changed.
-func TestDestructivePlanGuard(t *testing.T) {
-	f := newFixture(t, contract.RoleCluster)
+// longer matches stops with plan-changed. On OpenTofu and on Terraform.
+func TestDestructivePlanGuard(t *testing.T) { onRuntimes(t, testDestructivePlanGuard) }
+
+func testDestructivePlanGuard(t *testing.T, rt tools.Runtime) {
+	f := newFixtureOn(t, contract.RoleCluster, rt)
 	f.render(`{"generation":"1"}`)
 	f.mustSucceed(f.run("apply"), "init,validate,apply")
 

@@ -123,7 +123,8 @@ func startAPI() (*apiEnv, error) {
 type fixture struct {
 	t        *testing.T
 	api      *apiEnv
-	tofu     string
+	rt       tools.Runtime
+	bin      string
 	role     contract.Role
 	kind     infrav1.WorkloadKind
 	dir      string
@@ -140,10 +141,28 @@ type fixture struct {
 
 func newFixture(t *testing.T, role contract.Role) *fixture {
 	t.Helper()
+	return newFixtureOn(t, role, tools.OpenTofu)
+}
+
+// onRuntimes runs test once per runtime (OpenTofu, Terraform), each as a
+// parallel subtest named after the runtime's image tag suffix.
+func onRuntimes(t *testing.T, test func(t *testing.T, rt tools.Runtime)) {
+	for _, rt := range tools.Runtimes() {
+		t.Run(rt.Tag, func(t *testing.T) {
+			t.Parallel()
+			test(t, rt)
+		})
+	}
+}
+
+// newFixtureOn is newFixture with the runtime rt at the image's
+// /captf/runtime.
+func newFixtureOn(t *testing.T, role contract.Role, rt tools.Runtime) *fixture {
+	t.Helper()
 	api := sharedAPI(t)
-	tofu, err := tools.Path("tofu")
+	bin, err := rt.Path()
 	if err != nil {
-		t.Fatalf("tofu: %v", err)
+		t.Fatalf("%s: %v", rt.Binary, err)
 	}
 	repo, err := tools.RepoRoot()
 	if err != nil {
@@ -151,7 +170,7 @@ func newFixture(t *testing.T, role contract.Role) *fixture {
 	}
 	kind := role.Kind()
 	f := &fixture{
-		t: t, api: api, tofu: tofu, role: role, kind: kind, dir: t.TempDir(),
+		t: t, api: api, rt: rt, bin: bin, role: role, kind: kind, dir: t.TempDir(),
 		ns:   fmt.Sprintf("runner-%d-%d", time.Now().UnixNano()%100000, nsSeq.Add(1)),
 		name: "obj-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
 		uid:  fmt.Sprintf("uid-%d", nsSeq.Add(1)),
@@ -257,7 +276,7 @@ func (f *fixture) baseEnv() []string {
 func (f *fixture) args(op string, extra ...string) []string {
 	a := []string{
 		"run", "--op", op,
-		"--bin=" + f.tofu,
+		"--bin=" + f.bin,
 		"--image=registry.test/noop:v1",
 		"--module=" + filepath.Join(f.dir, "module"),
 		"--providers=" + filepath.Join(f.dir, "providers"),
@@ -376,6 +395,15 @@ func (f *fixture) runEnv(env []string, op string, extra ...string) runOut {
 	return f.start(env, f.args(op, extra...)).finish()
 }
 
+// stepTimes lists the run's steps with their durations.
+func stepTimes(r runOut) string {
+	var parts []string
+	for _, s := range r.doc.Steps {
+		parts = append(parts, fmt.Sprintf("%s %.2fs", s.Name, s.Seconds))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // mustSucceed fails the test unless the run succeeded.
 func (f *fixture) mustSucceed(out runOut, wantSteps string) {
 	f.t.Helper()
@@ -390,8 +418,8 @@ func (f *fixture) mustSucceed(out runOut, wantSteps string) {
 			f.t.Errorf("step %s has no duration", s.Name)
 		}
 	}
-	if out.doc.Runtime.Version != "1.12.6" {
-		f.t.Errorf("runtime version %q, want 1.12.6", out.doc.Runtime.Version)
+	if out.doc.Runtime.Version != f.rt.Version {
+		f.t.Errorf("runtime version %q, want %s's %s", out.doc.Runtime.Version, f.rt.Name, f.rt.Version)
 	}
 	if out.doc.Image.Ref != "registry.test/noop:v1" || !out.doc.Image.ProvidersMirror {
 		f.t.Errorf("image %+v", out.doc.Image)

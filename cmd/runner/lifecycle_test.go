@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 // The no-op cluster module plus the test extras manage four resources:
@@ -20,14 +22,18 @@ const clusterResources = 4
 // TestLifecycle runs every operation against one object, in the order an
 // object lives: apply, a guarded apply with nothing to do, refresh, drift
 // without and with drift, a plan, destroy and a restore of the first
-// applied state.
-func TestLifecycle(t *testing.T) {
-	f := newFixture(t, contract.RoleCluster)
+// applied state. It runs on each runtime an image may ship, OpenTofu and
+// Terraform.
+func TestLifecycle(t *testing.T) { onRuntimes(t, testLifecycle) }
+
+func testLifecycle(t *testing.T, rt tools.Runtime) {
+	f := newFixtureOn(t, contract.RoleCluster, rt)
 	hash := f.render(`{"generation":"1"}`)
 
 	t.Run("apply: init, validate, apply; the state Secret holds the resources", func(t *testing.T) {
 		out := f.run("apply")
 		f.mustSucceed(out, "init,validate,apply")
+		t.Logf("%s %s: the apply Job's runner took %s (%s)", rt.Name, rt.Version, out.took.Round(time.Millisecond), stepTimes(out))
 		if c := out.doc.Changes; c == nil || c.Add != clusterResources || c.Change != 0 || c.Destroy != 0 {
 			t.Errorf("changes %+v, want %d added", c, clusterResources)
 		}

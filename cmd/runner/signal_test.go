@@ -11,6 +11,7 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 const slowLine = "terraform_data.slow[0]: Provisioning with 'local-exec'"
@@ -18,9 +19,11 @@ const slowLine = "terraform_data.slow[0]: Provisioning with 'local-exec'"
 // TestSIGTERMInterruptsApply: SIGTERM in the middle of an apply reaches the
 // runtime, which stops its provisioner, writes state and releases the lock;
 // the run reports interrupted (Runtime Environment, "Lock timeout and stop
-// timeout").
-func TestSIGTERMInterruptsApply(t *testing.T) {
-	f := newFixture(t, contract.RoleCluster)
+// timeout"). On OpenTofu and on Terraform.
+func TestSIGTERMInterruptsApply(t *testing.T) { onRuntimes(t, testSIGTERMInterruptsApply) }
+
+func testSIGTERMInterruptsApply(t *testing.T, rt tools.Runtime) {
+	f := newFixtureOn(t, contract.RoleCluster, rt)
 	f.render(`{"slow_seconds":120}`)
 	s := f.start(f.baseEnv(), f.args("apply"))
 	s.stdout.waitFor(t, slowLine, 2*time.Minute)
@@ -53,8 +56,11 @@ func TestSIGTERMInterruptsApply(t *testing.T) {
 // TestStaleLock: a runner killed outright leaves the lock Lease held; the
 // next run fails on it, and one passed the stale lock ID force-unlocks it
 // right after init and succeeds; a lock already released is success too.
-func TestStaleLock(t *testing.T) {
-	f := newFixture(t, contract.RoleCluster)
+// On OpenTofu and on Terraform.
+func TestStaleLock(t *testing.T) { onRuntimes(t, testStaleLock) }
+
+func testStaleLock(t *testing.T, rt tools.Runtime) {
+	f := newFixtureOn(t, contract.RoleCluster, rt)
 	f.render(`{"slow_seconds":120}`)
 
 	// SIGKILL the runner and everything under it, as a node loss would.

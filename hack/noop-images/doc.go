@@ -1,16 +1,16 @@
-// Command noop-images builds the three no-op module images (cluster,
-// machine, machinepool) from modules/noop with the pinned OpenTofu binary at
-// /captf/runtime, and writes them to OCI image layouts, pushes them to a
-// registry, or both. It needs no container engine.
+// Command noop-images builds the no-op module images (cluster, machine,
+// machinepool) from modules/noop, once per runtime: with the pinned OpenTofu
+// and with the pinned HashiCorp Terraform at /captf/runtime. It writes them
+// to OCI image layouts, pushes them to a registry, or both, and needs no
+// container engine.
 //
-//	go run ./hack/noop-images --layout-dir _output/images --tag dev
-//	go run ./hack/noop-images --registry 127.0.0.1:5000/captf --tag dev
+//	go run ./hack/noop-images --layout-dir _out/images --tag v0.1.0
+//	go run ./hack/noop-images --registry 127.0.0.1:5000/captf --tag v0.1.0 --roles cluster,machine
 //
-// With --layout-dir, each image goes to <dir>/noop-<role>, an OCI layout
-// holding the image under the reference name <tag> (readable as
-// oci:<dir>/noop-<role>). With --registry, each image is pushed to
-// <registry>/noop-<role>:<tag>. The digests are printed one per line.
-// --roles builds only some roles ("cluster machine"); --terraform <binary>
-// builds on Terraform instead of OpenTofu (make noop-images-push tags those
-// <version>-terraform, the OpenTofu ones <version>-opentofu).
+// Each image is tagged <tag>-<runtime>, the Quick Start's tags:
+// <tag>-opentofu and <tag>-terraform. With --layout-dir, each role's images
+// go to <dir>/noop-<role>, an OCI layout holding them under those reference
+// names (readable as oci:<dir>/noop-<role>:<tag>-terraform). With
+// --registry, each image is pushed to <registry>/noop-<role>:<tag>-<runtime>.
+// The digests are printed one per line.
 package main

@@ -7,7 +7,7 @@
 # A tool already in the cache is reused, so only the first run on a machine
 # pays for the build. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu clusterapi all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu terraform openstack clusterapi all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -95,6 +95,25 @@ opentofu() {
 		github.com/opentofu/opentofu/cmd/tofu=tofu
 }
 
+# terraform: HashiCorp Terraform, the second runtime a module image may ship.
+# Its main package is the module root; an empty Prerelease marks a release build.
+terraform() {
+	local v
+	v=$(version terraform github.com/hashicorp/terraform)
+	build terraform terraform "$v" "-X github.com/hashicorp/terraform/version.Prerelease=" \
+		github.com/hashicorp/terraform=terraform
+}
+
+# openstack: the OpenStack provider (MPL), which the tests place in a module
+# image's provider mirror: a real third-party plugin, installed by init from
+# /captf/providers with no network.
+openstack() {
+	local v
+	v=$(version openstack github.com/terraform-provider-openstack/terraform-provider-openstack/v3)
+	build openstack openstack-provider "$v" "" \
+		github.com/terraform-provider-openstack/terraform-provider-openstack/v3=terraform-provider-openstack
+}
+
 clusterapi() {
 	local v
 	v=$(version clusterapi sigs.k8s.io/cluster-api)
@@ -122,8 +141,8 @@ staticcheck() {
 [[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | kubectl | etcd | opentofu | clusterapi | generators | staticcheck) "$tool" ;;
-	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; clusterapi ;;
+	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | generators | staticcheck) "$tool" ;;
+	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

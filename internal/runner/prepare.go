@@ -26,6 +26,10 @@ const (
 	planFile    = "plan.tfplan"
 	backupFile  = "restore.tfstate"
 	cliFile     = "cli.tfrc"
+	// LockFile is the dependency lock file a module ships next to its
+	// configuration; the runner carries it into the generated root, where
+	// init reads it.
+	LockFile = ".terraform.lock.hcl"
 
 	// maxConfigFileBytes caps each file read from the per-run Secret (a
 	// Secret holds at most 1 MiB).
@@ -133,6 +137,30 @@ func PrepareRoot(workdir, configDir string, restore bool) (string, error) {
 		}
 	}
 	return root, nil
+}
+
+// CopyLockFile copies the module's dependency lock file, when it ships
+// one, into the generated root, so that init installs the provider
+// versions it pins and checks each package from the mirror against the
+// hashes it records (a package matching none fails init). It reports
+// whether there was one.
+func CopyLockFile(moduleDir, root string) (bool, error) {
+	src := filepath.Join(moduleDir, LockFile)
+	fi, err := os.Stat(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil || !fi.Mode().IsRegular() {
+		return false, &LayoutError{Msg: fmt.Sprintf("module lock file %s is not a readable regular file", src)}
+	}
+	b, err := readCapped(src, maxConfigFileBytes)
+	if err != nil {
+		return false, &LayoutError{Msg: fmt.Sprintf("module lock file %s cannot be read: %v", src, err)}
+	}
+	if err := os.WriteFile(filepath.Join(root, LockFile), b, 0o600); err != nil {
+		return false, &PrepareError{fmt.Errorf("writing the lock file to the generated root: %w", err)}
+	}
+	return true, nil
 }
 
 // PrepareBackup assembles the backup to push from the chunk files

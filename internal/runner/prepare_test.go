@@ -206,3 +206,34 @@ func TestWriteCLIConfig(t *testing.T) {
 		t.Errorf("cli.tfrc %s", b)
 	}
 }
+
+// TestCopyLockFile: a module's .terraform.lock.hcl reaches the generated
+// root, where init reads it; a module without one leaves the root without
+// one (init writes its own); an unreadable one is an image-layout failure.
+func TestCopyLockFile(t *testing.T) {
+	module, root := t.TempDir(), t.TempDir()
+	if ok, err := CopyLockFile(module, root); ok || err != nil {
+		t.Errorf("no lock file: %v %v", ok, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, LockFile)); !os.IsNotExist(err) {
+		t.Errorf("a lock file appeared in the root: %v", err)
+	}
+	lock := "provider \"registry.terraform.io/example/thing\" {\n  version = \"1.0.0\"\n}\n"
+	if err := os.WriteFile(filepath.Join(module, LockFile), []byte(lock), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := CopyLockFile(module, root); !ok || err != nil {
+		t.Fatalf("lock file: %v %v", ok, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, LockFile)); string(b) != lock {
+		t.Errorf("root lock file %q", b)
+	}
+	bad := t.TempDir()
+	if err := os.Mkdir(filepath.Join(bad, LockFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var le *LayoutError
+	if _, err := CopyLockFile(bad, root); !errors.As(err, &le) || !strings.Contains(err.Error(), LockFile) {
+		t.Errorf("a directory named %s: %v, want a LayoutError naming it", LockFile, err)
+	}
+}

@@ -138,6 +138,10 @@ func (r *runState) execute() {
 		return
 	}
 	if err := r.prepare(); err != nil {
+		if le := (*LayoutError)(nil); errors.As(err, &le) {
+			r.fail(infrav1.RunErrorImageLayout, "", le.Error())
+			return
+		}
 		r.fail(infrav1.RunErrorStep, stepPrepare, cleanLine(err.Error()))
 		return
 	}
@@ -209,6 +213,13 @@ func (r *runState) prepare() error {
 			return err
 		}
 	} else {
+		locked, err := CopyLockFile(o.Module, root)
+		if err != nil {
+			return err
+		}
+		if locked {
+			klog.InfoS("Provider versions and hashes come from the module's lock file", "lockFile", filepath.Join(o.Module, LockFile))
+		}
 		if err := r.matchOutputs(root); err != nil {
 			return err
 		}

@@ -79,24 +79,101 @@ func validateDiagnostics(b []byte) []string {
 // errorHeaders returns the text of each "Error: ..." diagnostic header line
 // of stderr, in order and without duplicates. The runtime draws diagnostics
 // in a box ("╷", "│ Error: ...", "╵"), so the box prefix is removed first.
+// A provider-installation diagnostic of init gets what its detail says in
+// fixed terms (see providerDetail): the provider, its version, the platform
+// and why, so that a broken mirror is clear from the summary alone.
 func errorHeaders(stderr []byte) []string {
 	var lines []string
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(StripANSI(stderr)))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	header, body := "", []string{}
+	flush := func() {
+		if header == "" {
+			return
+		}
+		line := header
+		if d := providerDetail(header, strings.Join(body, " ")); d != "" {
+			line += ": " + d
+		}
+		if !seen[line] {
+			seen[line] = true
+			lines = append(lines, line)
+		}
+		header, body = "", nil
+	}
 	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t│╷╵|")
+		raw := sc.Text()
+		line := strings.TrimLeft(raw, " \t│╷╵|")
 		rest, ok := strings.CutPrefix(line, "Error: ")
 		if !ok {
+			if strings.HasPrefix(strings.TrimSpace(raw), "╵") || strings.HasPrefix(line, "Warning: ") {
+				flush()
+			} else if header != "" {
+				body = append(body, strings.TrimSpace(line))
+			}
 			continue
 		}
-		rest = cleanLine(rest)
-		if rest != "" && !seen[rest] {
-			seen[rest] = true
-			lines = append(lines, rest)
-		}
+		flush()
+		header = cleanLine(rest)
 	}
+	flush()
 	return lines
+}
+
+// The diagnostics init reports when it cannot install a provider from the
+// mirror, and the tokens read from their detail: a provider address
+// (host/namespace/type), a version and a platform (os_arch).
+var (
+	providerInstallHeaders = map[string]bool{
+		"Failed to install provider":                  true,
+		"Incompatible provider version":               true,
+		"Failed to query available provider packages": true,
+	}
+	providerAddress  = regexp.MustCompile(`\b[a-z0-9-]+(?:\.[a-z0-9-]+)+/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+\b`)
+	providerVersion  = regexp.MustCompile(`\bv?([0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]+)?)\b`)
+	providerPlatform = regexp.MustCompile(`\b(?:linux|darwin|windows|freebsd|openbsd|netbsd|solaris)_(?:amd64|arm64|386|arm)\b`)
+)
+
+// providerDetail returns, for a provider-installation diagnostic, the
+// provider address, version and platform its detail names, and the reason
+// in fixed words: "<address> <version>: <reason>". It copies no free text
+// from the detail (only those three tokens), and returns "" for any other
+// diagnostic.
+func providerDetail(header, detail string) string {
+	if !providerInstallHeaders[header] {
+		return ""
+	}
+	var reason string
+	switch {
+	case strings.Contains(detail, "checksums previously recorded in the dependency lock file"):
+		reason = "the package matches none of the checksums in the dependency lock file"
+	case strings.Contains(detail, "does not have a package available for your current platform"):
+		reason = "the mirror has no package for the platform"
+	case strings.Contains(detail, "was not found in any of the search locations"):
+		reason = "the provider is not in the mirror"
+	}
+	var parts []string
+	if a := providerAddress.FindString(detail); a != "" {
+		parts = append(parts, a)
+	}
+	if m := providerVersion.FindStringSubmatch(detail); m != nil {
+		parts = append(parts, "v"+m[1])
+	}
+	if p := providerPlatform.FindString(detail); p != "" {
+		parts = append(parts, "for "+p)
+	}
+	if len(parts) == 0 && reason == "" {
+		return ""
+	}
+	out := strings.Join(parts, " ")
+	if reason != "" {
+		if out != "" {
+			out += ": "
+		}
+		out += reason
+	}
+	return out
 }
 
 // cleanLine trims s and removes control characters.

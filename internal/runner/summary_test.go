@@ -46,6 +46,37 @@ func TestFailureSummary(t *testing.T) {
 			want:   "creating instance; quota exceeded",
 		},
 		{
+			name: "init, package against the lock file: the provider, its version and the reason in fixed words",
+			step: "init",
+			exit: 1,
+			stderr: "\n│ Error: Failed to install provider\n│ \n│ Error while installing terraform-provider-openstack/openstack v3.4.0: the\n│ local package for\n│ registry.terraform.io/terraform-provider-openstack/openstack 3.4.0 doesn't\n" +
+				"│ match any of the checksums previously recorded in the dependency lock file\n│ (this might be because " + sentinel + "); for more information:\n│ https://www.terraform.io/language/provider-checksum-verification\n╵\n",
+			want: "Failed to install provider: registry.terraform.io/terraform-provider-openstack/openstack v3.4.0: the package matches none of the checksums in the dependency lock file",
+		},
+		{
+			name: "init, no package for the platform: the provider and the platform",
+			step: "init",
+			exit: 1,
+			stderr: "Error: Incompatible provider version\n\nProvider registry.opentofu.org/terraform-provider-openstack/openstack v3.4.0\n" +
+				"does not have a package available for your current platform, linux_amd64.\n\nProvider releases are separate " + sentinel + "\n",
+			want: "Incompatible provider version: registry.opentofu.org/terraform-provider-openstack/openstack v3.4.0 for linux_amd64: the mirror has no package for the platform",
+		},
+		{
+			name: "init, provider not in the mirror: the provider, never the mirror's path",
+			step: "init",
+			exit: 1,
+			stderr: "│ Error: Failed to query available provider packages\n│\n│ Could not retrieve the list of available versions for provider\n│ terraform-provider-openstack/openstack: provider\n" +
+				"│ registry.terraform.io/terraform-provider-openstack/openstack was not found in\n│ any of the search locations\n│\n│   - /tmp/" + sentinel + "/providers\n╵\n",
+			want: "Failed to query available provider packages: registry.terraform.io/terraform-provider-openstack/openstack: the provider is not in the mirror",
+		},
+		{
+			name:   "another diagnostic's detail adds nothing",
+			step:   "init",
+			exit:   1,
+			stderr: "│ Error: Backend initialization required\n│ registry.terraform.io/a/b v1.2.3 linux_amd64 " + sentinel + "\n╵\n",
+			want:   "Backend initialization required",
+		},
+		{
 			name:     "validate output that is not JSON falls back to stderr",
 			step:     "validate",
 			exit:     1,

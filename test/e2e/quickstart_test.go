@@ -14,6 +14,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 // TestQuickStart follows the book's Quick Start on the local environment,
@@ -40,6 +41,8 @@ func TestQuickStart(t *testing.T) {
 		_, why := framework.Done(rows)
 		t.Fatalf("the Quick Start did not finish: %s", why)
 	}
+	w.checkRuntime(ctx, tools.OpenTofu)
+	w.logJobTimes(ctx, tools.OpenTofu)
 
 	// Once converged, reconciles decide nothing and so write nothing:
 	// touch the objects twice, so that each TerraformCluster and

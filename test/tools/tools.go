@@ -1,5 +1,5 @@
 // Package tools finds the pinned third-party binaries (kube-apiserver, etcd,
-// kube-controller-manager, tofu, Cluster API managers) that CAPTF's tests and
+// kube-controller-manager, tofu, terraform, Cluster API managers) that CAPTF's tests and
 // local environment run. They are built from source by hack/tools/install.sh
 // into ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools on first use and reused
 // afterwards.
@@ -22,6 +22,8 @@ var toolOf = map[string]string{
 	"kubectl":                       "kubectl",
 	"etcd":                          "etcd",
 	"tofu":                          "opentofu",
+	"terraform":                     "terraform",
+	"terraform-provider-openstack":  "openstack",
 	"capi-manager":                  "clusterapi",
 	"kubeadm-bootstrap-manager":     "clusterapi",
 	"kubeadm-control-plane-manager": "clusterapi",
@@ -91,3 +93,29 @@ func Dir(tool string) (string, error) {
 	dirs[tool] = d
 	return d, nil
 }
+
+// Runtime is a pinned Terraform/OpenTofu runtime that module images ship at
+// /captf/runtime.
+type Runtime struct {
+	// Name is the io.captf.runtime label's value: tofu or terraform.
+	Name string
+	// Binary is the pinned binary's name, for Path.
+	Binary string
+	// Version is what the binary reports (version -json).
+	Version string
+	// Tag ends the no-op images' tags, as in v0.1.0-opentofu.
+	Tag string
+}
+
+// The two runtimes: OpenTofu, the reference runtime, and HashiCorp
+// Terraform v1.5.7, the last release under the MPL.
+var (
+	OpenTofu  = Runtime{Name: "tofu", Binary: "tofu", Version: "1.12.6", Tag: "opentofu"}
+	Terraform = Runtime{Name: "terraform", Binary: "terraform", Version: "1.5.7", Tag: "terraform"}
+)
+
+// Runtimes returns both runtimes, OpenTofu first.
+func Runtimes() []Runtime { return []Runtime{OpenTofu, Terraform} }
+
+// Path returns the pinned binary of the runtime, building it if needed.
+func (r Runtime) Path() (string, error) { return Path(r.Binary) }

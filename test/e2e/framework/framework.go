@@ -69,10 +69,6 @@ func BuildRunner(root, dir string) (string, error) {
 // container copies) and the three no-op module images with the pinned
 // OpenTofu, and pushes them to the environment's registry.
 func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) (Images, error) {
-	tofu, err := tools.Path("tofu")
-	if err != nil {
-		return Images{}, err
-	}
 	platform := v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
 	runnerImg, err := imagebuild.Build(imagebuild.Spec{Platform: platform, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
 		{Path: "/runner", Mode: 0o755, Source: runnerBin},
@@ -80,22 +76,37 @@ func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) 
 	if err != nil {
 		return Images{}, fmt.Errorf("build the runner image: %w", err)
 	}
-	var out Images
-	if out.Runner, err = e.PushImage(ctx, "captf/runner:dev", runnerImg); err != nil {
+	runner, err := e.PushImage(ctx, "captf/runner:dev", runnerImg)
+	if err != nil {
 		return Images{}, err
 	}
+	out, err := PushModuleImages(ctx, root, e, tools.OpenTofu)
+	out.Runner = runner
+	return out, err
+}
+
+// PushModuleImages builds the three no-op module images with the pinned
+// runtime rt and pushes them as captf/noop-<role>:v0.1.0-<rt.Tag>, the
+// Quick Start's tags; Runner is left empty.
+func PushModuleImages(ctx context.Context, root string, e *env.Env, rt tools.Runtime) (Images, error) {
+	bin, err := rt.Path()
+	if err != nil {
+		return Images{}, err
+	}
+	platform := v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
+	var out Images
 	for role, ref := range map[contract.Role]*string{
 		contract.RoleCluster: &out.Cluster, contract.RoleMachine: &out.Machine, contract.RoleMachinePool: &out.MachinePool,
 	} {
 		img, err := imagebuild.ModuleImage{
 			Role: role, ModuleDir: filepath.Join(root, "modules", "noop", string(role)),
-			Runtime: tofu, RuntimeName: contract.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true,
+			Runtime: bin, RuntimeName: rt.Name, RuntimeVersion: rt.Version, EmptyProviders: true,
 			Platform: platform,
 		}.Build()
 		if err != nil {
 			return Images{}, fmt.Errorf("build the %s image: %w", role, err)
 		}
-		repo := "captf/noop-" + string(role) + ":v0.1.0-opentofu"
+		repo := "captf/noop-" + string(role) + ":v0.1.0-" + rt.Tag
 		if _, err := e.PushImage(ctx, repo, img); err != nil {
 			return Images{}, err
 		}

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lint"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+// tfcapiLint runs tfcapi-lint with args, as its command line would, and
+// returns its exit code and output.
+func tfcapiLint(args ...string) (int, string) {
+	var out bytes.Buffer
+	code := lint.Main(args, &out, &out)
+	return code, out.String()
+}
+
+// lintClean fails the test unless tfcapi-lint exits 0 and its --json
+// report has no error and no warning; with noInfo, no finding at all and an
+// all-zero summary ("A clean module prints an empty finding list and an
+// all-zero summary"). A machine image without capacity labels keeps one
+// info finding (image/label-capacity), which the page's image does not set.
+func lintClean(t *testing.T, what string, noInfo bool, args ...string) {
+	t.Helper()
+	code, out := tfcapiLint(args...)
+	if code != lint.ExitOK {
+		t.Fatalf("tfcapi-lint %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	code, out = tfcapiLint(append(args, "--json")...)
+	var r lint.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != lint.ExitOK {
+		t.Fatalf("tfcapi-lint %s --json: exit %d, %v\n%s", strings.Join(args, " "), code, err, out)
+	}
+	if r.Summary.Error+r.Summary.Warning != 0 || noInfo && (len(r.Findings) != 0 || r.Summary != (lint.Summary{})) {
+		t.Errorf("%s: findings %+v, summary %+v; want none and all zero", what, r.Findings, r.Summary)
+	}
+	t.Logf("tfcapi-lint %s: clean", strings.Join(args, " "))
+}
+
+// TestYourFirstModule follows the book's "Your First Module" page in order,
+// as a module author would, on the local environment:
+//
+//  1. the page's four files (testdata/first-module/machine) in machine/;
+//  2. tfcapi-lint module ./machine --role machine --strict: clean;
+//  3. the reference Containerfile.terraform saved into machine/, and the
+//     image built with CAPTF's image builder instead of a container engine:
+//     what that Containerfile produces (the module and the Containerfile
+//     at /captf/module, an empty /captf/providers from the mirror stage,
+//     Terraform at /captf/runtime, USER 65532, the io.captf.* labels with
+//     ROLE=machine);
+//  4. saved to a local OCI directory and linted there, then pushed and
+//     linted by reference: clean;
+//  5. first-module-template.yaml applied and read back;
+//
+// and then its "Next steps": a machine template like this one wired into
+// the Quick Start's cluster, whose control-plane TerraformMachine runs the
+// module on Terraform and reaches Ready with the module's provider ID.
+func TestYourFirstModule(t *testing.T) {
+	t.Parallel()
+	w := start(t, "first-module")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	r := root(t)
+	work := t.TempDir()
+	machine := filepath.Join(work, "machine")
+
+	// 1. Write the module.
+	if err := os.CopyFS(machine, os.DirFS(filepath.Join("testdata", "first-module", "machine"))); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. Lint the module.
+	lintClean(t, "the module", true, "module", machine, "--role", "machine", "--strict")
+
+	// 3. Package it as an image: the reference Terraform-based
+	// Containerfile saved into machine/, then the build.
+	cf, err := os.ReadFile(filepath.Join(r, "modules", "Containerfile.terraform"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(machine, "Containerfile.terraform"), cf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf, err := tools.Terraform.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := imagebuild.ModuleImage{
+		Role: contract.RoleMachine, ModuleDir: machine,
+		Runtime: tf, RuntimeName: tools.Terraform.Name, RuntimeVersion: tools.Terraform.Version,
+		// The mirror stage's mkdir: a module with no required_providers
+		// ships an empty mirror.
+		EmptyProviders: true,
+		Platform:       v1.Platform{OS: "linux", Architecture: goruntime.GOARCH},
+	}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 4. Lint the image: a local OCI directory first, then the pushed
+	// reference.
+	ociDir := filepath.Join(work, "first-module-image")
+	if _, err := imagebuild.WriteLayout(ociDir, "v1.0.0", img); err != nil {
+		t.Fatal(err)
+	}
+	lintClean(t, "the OCI directory", false, "image", "--role", "machine", "oci:"+ociDir)
+	if _, err := w.e.PushImage(ctx, "acme/machine:v1.0.0", img); err != nil {
+		t.Fatal(err)
+	}
+	image := w.e.ImageRef("acme/machine:v1.0.0")
+	lintClean(t, "the pushed image", false, "image", "--role", "machine", image)
+
+	// 5. Reference it from a TerraformMachineTemplate: the page's file,
+	// with the scenario's namespace and the pushed image.
+	raw, err := os.ReadFile(filepath.Join("testdata", "first-module", "first-module-template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.Decode(raw)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("first-module-template.yaml: %d objects, %v", len(objs), err)
+	}
+	tmpl := objs[0]
+	tmpl.SetNamespace(w.ns)
+	if err := unstructured.SetNestedField(tmpl.Object, image, "spec", "template", "spec", "source", "image"); err != nil {
+		t.Fatal(err)
+	}
+	w.namespace(ctx, w.ns)
+	w.create(ctx, tmpl)
+	var got infrav1.TerraformMachineTemplate
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "first-module"}, &got); err != nil {
+		t.Fatalf("kubectl get terraformmachinetemplate first-module: %v", err)
+	}
+	if got.Spec.Template.Spec.Source.Image != image {
+		t.Errorf("template image %q, want %q", got.Spec.Template.Spec.Source.Image, image)
+	}
+
+	// Next steps: the Quick Start with this module as the machine image.
+	q := w.quickStart()
+	q.Images = w.terraformImages(ctx)
+	q.Images.Machine = image
+	if err := q.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, ok := q.Watch(ctx, testWriter{t}, 10*time.Minute)
+	var table strings.Builder
+	framework.Table(&table, rows)
+	t.Log("\n" + table.String())
+	if !ok {
+		w.dump(ctx)
+		_, why := framework.Done(rows)
+		t.Fatalf("the first module's TerraformMachine did not come up: %s", why)
+	}
+	var tms infrav1.TerraformMachineList
+	if err := w.c.List(ctx, &tms, client.InNamespace(w.ns)); err != nil {
+		t.Fatal(err)
+	}
+	var ms clusterv1.MachineList
+	if err := w.c.List(ctx, &ms, client.InNamespace(w.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(tms.Items) != 1 || len(ms.Items) != 1 {
+		t.Fatalf("%d TerraformMachines, %d Machines", len(tms.Items), len(ms.Items))
+	}
+	tm := tms.Items[0]
+	if tm.Spec.Source.Image != image {
+		t.Errorf("TerraformMachine %s runs %q, want the first module %q", tm.Name, tm.Spec.Source.Image, image)
+	}
+	// provider_id = "noop:///${var.captf_object.namespace}/${var.machine_name}"
+	if want := "noop:///" + w.ns + "/" + ms.Items[0].Name; tm.Spec.ProviderID != want {
+		t.Errorf("providerID %q, want the module's %q", tm.Spec.ProviderID, want)
+	}
+	w.checkRuntime(ctx, tools.Terraform)
+	w.logJobTimes(ctx, tools.Terraform)
+}
