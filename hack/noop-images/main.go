@@ -68,20 +68,33 @@ func list(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
+// selectRoles parses the --roles value (make noop-images NOOP=...): the
+// roles named, each once, in the order first named; empty is all three.
+func selectRoles(s string) ([]contract.Role, error) {
+	names := list(s)
+	if len(names) == 0 {
+		return contract.Roles(), nil
+	}
+	var roles []contract.Role
+	for _, n := range names {
+		r, err := contract.ParseRole(n)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	return roles, nil
+}
+
 func run(ctx context.Context, o options) error {
 	if o.layoutDir == "" && o.registry == "" {
 		return errors.New("nothing to do: set --layout-dir, --registry or both")
 	}
-	var roles []contract.Role
-	for _, s := range list(o.roles) {
-		r, err := contract.ParseRole(s)
-		if err != nil {
-			return fmt.Errorf("--roles: %w", err)
-		}
-		roles = append(roles, r)
-	}
-	if len(roles) == 0 {
-		return errors.New("--roles names no role")
+	roles, err := selectRoles(o.roles)
+	if err != nil {
+		return fmt.Errorf("--roles: %w", err)
 	}
 	type build struct {
 		rt  tools.Runtime
