@@ -157,7 +157,7 @@ func (h histogram) minus(earlier histogram) histogram {
 // bucket that holds it, as Prometheus' histogram_quantile does.
 func (h histogram) quantile(q float64) float64 {
 	if h.count <= 0 || len(h.bounds) == 0 {
-		return math.NaN()
+		return 0
 	}
 	rank := q * h.count
 	prevBound, prevCount := 0.0, 0.0
