@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -59,6 +60,11 @@ type Result struct {
 	LoadBefore      string   `json:"loadBefore"`
 	ManagerFlags    []string `json:"managerFlags"`
 	JobDelaySeconds float64  `json:"jobDelaySeconds"`
+
+	// Complete is false when the bring-up timed out; ReadyAtEnd is how
+	// many machines were Ready then, and the figures cover the run so far.
+	Complete   bool `json:"complete"`
+	ReadyAtEnd int  `json:"readyAtEnd"`
 
 	CreateSeconds   float64 `json:"createSeconds"`
 	AllReadySeconds float64 `json:"allReadySeconds"`
@@ -243,13 +249,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if ready == cfg.N && total == cfg.N {
 			break
 		}
+		res.ReadyAtEnd = ready
 		if time.Now().After(deadline) {
-			res.Executor = x.Stats()
-			return res, fmt.Errorf("timed out after %s: %d/%d machines Ready (cluster provisioned %v); executor: %+v", cfg.Timeout, ready, total, provisioned, res.Executor)
+			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
+			return res, fmt.Errorf("%w after %s: %d/%d machines Ready (cluster provisioned %v)", ErrTimeout, cfg.Timeout, ready, total, provisioned)
 		}
 		time.Sleep(poll)
 	}
 	bringUp := time.Since(start)
+	res.Complete = true
 	res.AllReadySeconds = bringUp.Seconds()
 	st := x.Stats()
 	res.Jobs = st.Finished
@@ -320,6 +328,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("%d duplicate Jobs: %v", n, res.Executor.Duplicates[:min(n, 5)])
 	}
 	return res, nil
+}
+
+// ErrTimeout is returned when the bring-up did not finish in time; the
+// Result then holds the figures of the run so far.
+var ErrTimeout = errors.New("timed out")
+
+// partial fills a timed-out run's figures: Jobs, CPU, memory and queue so
+// far.
+func partial(res *Result, x *Executor, mon *monitor, pid int, d time.Duration, cpuStart procStat) {
+	res.AllReadySeconds = d.Seconds()
+	res.Executor = x.Stats()
+	res.Jobs = res.Executor.Finished
+	res.JobsPerSecond = float64(res.Jobs) / d.Seconds()
+	if p, err := readProc(pid); err == nil {
+		res.BringUpCPU = (p.CPU - cpuStart.CPU).Seconds() / d.Seconds()
+		if res.Jobs > 0 {
+			res.CPUPerJobMilli = float64((p.CPU - cpuStart.CPU).Milliseconds()) / float64(res.Jobs)
+		}
+		res.PeakRSSMiB = float64(p.HWM) / (1 << 20)
+	}
+	all := mon.all()
+	res.PeakHeapMiB = all.heapMax / (1 << 20)
+	res.MaxQueue = all.queueMax
+	last := mon.last()
+	res.SteadyRSSMiB, res.SteadyHeapMiB = last.RSS/(1<<20), last.Heap/(1<<20)
 }
 
 func clients(cfg *rest.Config) (kubernetes.Interface, client.Client, error) {

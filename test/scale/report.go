@@ -193,8 +193,12 @@ func Table(rs []Result) string {
 		return t
 	}
 	for _, r := range rs {
+		ready := f1(r.AllReadySeconds)
+		if !r.Complete {
+			ready = fmt.Sprintf("not reached: %d Ready after %s", r.ReadyAtEnd, f1(r.AllReadySeconds))
+		}
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %.0f | %s | %s |\n",
-			r.N, f1(r.AllReadySeconds), r.Jobs, f1(r.JobsPerSecond), f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB), f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
+			r.N, ready, r.Jobs, f1(r.JobsPerSecond), f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB), f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
 			f2(r.BringUpCPU), f2(r.SteadyCPU), f1(r.CPUPerJobMilli), ms(r.ReconcileP50), ms(r.ReconcileP95), ms(r.ReconcileP99), r.MaxQueue,
 			f1(sum(r.BringUpRequests)), f2(sum(r.SteadyRequests)))
 	}

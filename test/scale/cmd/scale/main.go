@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -28,16 +29,25 @@ func main() {
 	managerArgs := flag.String("manager-args", "", "extra manager flags, space-separated")
 	docs := flag.Bool("docs", true, "write the results file, table and plots under docs/book/operator-guide")
 	keep := flag.String("keep", "", "keep each run's environment (logs) under this folder")
+	timeout := flag.Duration("timeout", 0, "bound on each bring-up (default 10m + 200ms per machine); a run that times out is recorded as incomplete with its figures so far")
+	merge := flag.String("merge", "", "instead of running, merge the results files listed (comma-separated) into the page's and rewrite the table and plots")
 	flag.Parse()
+	if *merge != "" {
+		if err := mergeFiles(strings.Split(*merge, ",")); err != nil {
+			fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *delay, *settle, *steady, strings.Fields(*managerArgs), *docs, *keep); err != nil {
+	if err := run(ctx, *ns, *delay, *settle, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, list string, delay, settle, steady time.Duration, extra []string, docs bool, keep string) error {
+func run(ctx context.Context, list string, delay, settle, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -48,13 +58,16 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		if err != nil || n < 1 {
 			return fmt.Errorf("-n: %q is not a fleet size", f)
 		}
-		cfg := scale.Config{N: n, JobDelay: delay, Settle: settle, Steady: steady, ManagerArgs: extra,
+		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, Steady: steady, ManagerArgs: extra,
 			Logf: func(format string, args ...any) { fmt.Printf("N=%d: %s\n", n, fmt.Sprintf(format, args...)) }}
 		if keep != "" {
 			cfg.Dir = filepath.Join(keep, "n"+strconv.Itoa(n))
 		}
 		res, err := scale.Run(ctx, cfg)
-		if err != nil {
+		switch {
+		case errors.Is(err, scale.ErrTimeout):
+			fmt.Printf("N=%d: %v; recording the figures so far\n", n, err)
+		case err != nil:
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
 		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
@@ -77,4 +90,30 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		}
 	}
 	return nil
+}
+
+func mergeFiles(files []string) error {
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, "docs", "book", "operator-guide")
+	path := filepath.Join(dir, scale.ResultsFile)
+	rs, err := scale.LoadResults(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		more, err := scale.LoadResults(f)
+		if err != nil {
+			return err
+		}
+		for _, r := range more {
+			rs = scale.MergeResult(rs, r)
+		}
+	}
+	if err := scale.SaveResults(path, rs); err != nil {
+		return err
+	}
+	return scale.WriteDocs(dir, rs)
 }
