@@ -388,7 +388,7 @@ type monitor struct {
 	mu                       sync.Mutex
 	lastSample               sample
 	allAgg, winAgg           agg
-	heapFailures, procErrors int
+	procErrors               int
 }
 
 type sample struct{ RSS, Heap, Queue float64 }

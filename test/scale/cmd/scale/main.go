@@ -68,7 +68,7 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		case errors.Is(err, scale.ErrTimeout):
 			fmt.Printf("N=%d: %v; recording the figures so far\n", n, err)
 		case err != nil:
-			return fmt.Errorf("N=%d: %w", n, err)
+			return fmt.Errorf("run of %d machines: %w", n, err)
 		}
 		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
 			n, res.AllReadySeconds, res.JobsPerSecond, res.PeakRSSMiB, res.SteadyRSSMiB, res.SteadyHeapMiB, res.SteadyCPU,
