@@ -167,16 +167,23 @@ func readiness(ctx context.Context, c client.Client) (ready, total int, clusterP
 	if i := tc.Status.Initialization; i != nil && i.Provisioned != nil && *i.Provisioned {
 		clusterProvisioned = true
 	}
-	var list infrav1.TerraformMachineList
-	if err := c.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
-		return 0, 0, clusterProvisioned, err
-	}
-	for i := range list.Items {
-		for _, cond := range list.Items[i].Status.Conditions {
-			if cond.Type == infrav1.ReadyCondition && cond.Status == metav1.ConditionTrue {
-				ready++
+	// In pages, so that a busy API server answers each in time.
+	cont := ""
+	for {
+		var list infrav1.TerraformMachineList
+		if err := c.List(ctx, &list, client.InNamespace(Namespace), client.Limit(250), client.Continue(cont)); err != nil {
+			return 0, 0, clusterProvisioned, err
+		}
+		for i := range list.Items {
+			total++
+			for _, cond := range list.Items[i].Status.Conditions {
+				if cond.Type == infrav1.ReadyCondition && cond.Status == metav1.ConditionTrue {
+					ready++
+				}
 			}
 		}
+		if cont = list.Continue; cont == "" {
+			return ready, total, clusterProvisioned, nil
+		}
 	}
-	return ready, len(list.Items), clusterProvisioned, nil
 }

@@ -233,7 +233,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		ready, total, provisioned, err := readiness(ctx, c)
 		if err != nil {
-			return res, err
+			// A busy API server may time a list out: try again.
+			if ctx.Err() != nil {
+				return res, err
+			}
+			cfg.Logf("%s: reading readiness: %v", time.Since(start).Round(time.Second), err)
+			ready, total = res.ReadyAtEnd, -1
 		}
 		if provisioned && !marked {
 			if err := markInfrastructureProvisioned(ctx, c); err != nil {
@@ -385,10 +390,10 @@ type monitor struct {
 	pid int
 	url string
 
-	mu                       sync.Mutex
-	lastSample               sample
-	allAgg, winAgg           agg
-	procErrors               int
+	mu             sync.Mutex
+	lastSample     sample
+	allAgg, winAgg agg
+	procErrors     int
 }
 
 type sample struct{ RSS, Heap, Queue float64 }
