@@ -22,7 +22,8 @@ func TestEncodeReadsBack(t *testing.T) {
 				t.Fatalf("want several chunks of %d bytes, got %d Secret", chunk, len(secrets))
 			}
 			for i, s := range secrets {
-				if s.Name != ChunkName("0123456789abcdef-m", i) || s.Labels[BackendStateLabel] != "true" || s.Labels[managedLabel] != "true" {
+				if s.Name != ChunkName("0123456789abcdef-m", i) || s.Labels[BackendStateLabel] != "true" || s.Labels[managedLabel] != "true" ||
+					s.Labels[BackendSuffixLabel] != "0123456789abcdef-m" || s.Labels[BackendWorkspaceLabel] != Workspace {
 					t.Fatalf("Secret %d is %s with labels %v", i, s.Name, s.Labels)
 				}
 			}
