@@ -77,6 +77,10 @@ tools: ## Build (once per machine) every pinned third-party binary.
 test: tools ## Run every test, end-to-end included.
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: scale
+scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) and rewrite docs/book/operator-guide/scale.md.
+	go run ./test/scale/cmd/scale -n $(or $(N),100) $(SCALE_FLAGS)
+
 ##@ Build
 
 .PHONY: build

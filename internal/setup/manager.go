@@ -49,10 +49,8 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		return nil, Wiring{}, fmt.Errorf("invalid manager options: %w", err)
 	}
 	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 && cfg.RateLimiter == nil {
-		// As controller-runtime's GetConfig: no client-side throttling,
-		// the API server's priority and fairness applies.
-		cfg.QPS = -1
+	if cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = clientRate(o)
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "captf-manager/" + BuildVersion()
@@ -263,4 +261,15 @@ func diagnosticsOptions(o Options, tlsOpt func(*tls.Config)) metricsserver.Optio
 		m.CertDir = metricsCertDir
 	}
 	return m
+}
+
+// clientRate is the client-side rate of the manager's API requests:
+// --kube-api-qps and --kube-api-burst, or no client-side throttling (QPS
+// -1) when --kube-api-qps is 0, leaving the API server's priority and
+// fairness alone to apply.
+func clientRate(o Options) (float32, int) {
+	if o.KubeAPIQPS <= 0 {
+		return -1, 0
+	}
+	return o.KubeAPIQPS, o.KubeAPIBurst
 }

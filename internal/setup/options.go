@@ -71,6 +71,12 @@ type Options struct {
 	// cluster.x-k8s.io/watch-filter=<value>.
 	WatchFilter string
 
+	// KubeAPIQPS and KubeAPIBurst bound the manager's own API requests per
+	// second (client-side token bucket); a QPS of 0 leaves them to the API
+	// server's priority and fairness alone.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
 	// Leader election (Lease LeaderElectionID).
 	LeaderElect              bool
 	LeaderElectionNamespace  string
@@ -137,6 +143,8 @@ func DefaultOptions() Options {
 		ClusterOperationGate:                true,
 		RunnerEvents:                        true,
 		SyncPeriod:                          10 * time.Minute,
+		KubeAPIQPS:                          100,
+		KubeAPIBurst:                        200,
 		LeaderElectLeaseDuration:            15 * time.Second,
 		LeaderElectRenewDeadline:            10 * time.Second,
 		LeaderElectRetryPeriod:              2 * time.Second,
@@ -177,6 +185,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"minimum cache resync period; also the orphan-sweep interval")
 	fs.StringVar(&o.WatchFilter, "watch-filter", o.WatchFilter,
 		"reconcile only objects labeled cluster.x-k8s.io/watch-filter=<value>; owned Jobs and Secrets are acted on regardless")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"API requests per second the manager sustains (client-side); 0 leaves throttling to the API server's priority and fairness")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"API requests the manager may send at once above --kube-api-qps")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"elect a leader with the Lease "+LeaderElectionID+" in the manager's namespace")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", o.LeaderElectionNamespace,
@@ -262,6 +274,12 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncPeriod <= 0 {
 		bad("sync-period", "must be positive, got %s", o.SyncPeriod)
+	}
+	if o.KubeAPIQPS < 0 {
+		bad("kube-api-qps", "must be 0 (no client-side limit) or positive, got %g", o.KubeAPIQPS)
+	}
+	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1 {
+		bad("kube-api-burst", "must be at least 1 with --kube-api-qps=%g, got %d", o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	if o.WatchFilter != "" {
 		if msgs := validation.IsValidLabelValue(o.WatchFilter); len(msgs) > 0 {

@@ -40,6 +40,8 @@ func TestDefaultsAreTheReferenceFlags(t *testing.T) {
 		"state-backups":                        "5",
 		"namespace":                            "",
 		"sync-period":                          "10m0s",
+		"kube-api-qps":                         "100",
+		"kube-api-burst":                       "200",
 		"terraformcluster-concurrency":         "10",
 		"terraformmachine-concurrency":         "10",
 		"terraformmachinepool-concurrency":     "10",
@@ -132,6 +134,9 @@ func TestValidate(t *testing.T) {
 		{"more backups than status.stateBackups lists (16) is refused", func(o *Options) { o.StateBackups = 17 }, "--state-backups"},
 		{"an invalid --namespace is refused", func(o *Options) { o.Namespace = "Not_A_Namespace" }, "--namespace"},
 		{"a non-positive --sync-period is refused", func(o *Options) { o.SyncPeriod = 0 }, "--sync-period"},
+		{"--kube-api-qps 0 leaves throttling to the API server and is valid", func(o *Options) { o.KubeAPIQPS, o.KubeAPIBurst = 0, 0 }, ""},
+		{"a negative --kube-api-qps is refused", func(o *Options) { o.KubeAPIQPS = -1 }, "--kube-api-qps"},
+		{"a --kube-api-burst below 1 with a QPS is refused", func(o *Options) { o.KubeAPIBurst = 0 }, "--kube-api-burst"},
 		{"a --watch-filter that is no label value is refused", func(o *Options) { o.WatchFilter = "a b" }, "--watch-filter"},
 		{"leader election needs renew deadline above retry period", func(o *Options) {
 			o.LeaderElect = true
@@ -268,4 +273,18 @@ func putVerbosityReset() (string, error) {
 	rec := httptest.NewRecorder()
 	putVerbosity(rec, httptest.NewRequest(http.MethodPut, "/debug/flags/v", strings.NewReader("2")))
 	return rec.Body.String(), nil
+}
+
+// TestClientRate checks the manager's client-side API rate: the flags'
+// values, and no client-side limit (QPS -1, controller-runtime's own
+// default) when --kube-api-qps is 0.
+func TestClientRate(t *testing.T) {
+	o := valid()
+	if qps, burst := clientRate(o); qps != 100 || burst != 200 {
+		t.Fatalf("defaults give QPS %g burst %d, want 100 and 200", qps, burst)
+	}
+	o.KubeAPIQPS, o.KubeAPIBurst = 0, 0
+	if qps, _ := clientRate(o); qps != -1 {
+		t.Fatalf("--kube-api-qps=0 gives QPS %g, want -1 (no client-side limit)", qps)
+	}
 }

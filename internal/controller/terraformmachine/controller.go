@@ -33,9 +33,11 @@ func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *bu
 		b = b.
 			Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))).
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine))).
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)),
+				builder.WithPredicates(watches.ClusterChangesForMembers())).
 			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)))
+				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)),
+				builder.WithPredicates(watches.TerraformClusterChangesForMembers()))
 		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachineList{}, src)
 		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachineList{}, src)
 	}

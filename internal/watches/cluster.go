@@ -1,0 +1,90 @@
+package watches
+
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+)
+
+// A Cluster API Cluster and its TerraformCluster wake every machine and
+// pool of the cluster: one event costs one pass per member, so at a few
+// thousand machines a wake-up that changes nothing a member reads is the
+// largest cost a cluster has. Cluster API rewrites a Cluster's status
+// conditions whenever one of its machines changes, and a TerraformCluster's
+// status changes with each of its own Jobs (drift checks included). The
+// predicates below let through only the updates that change what a
+// machine's or pool's pass reads from them; creates and deletes always pass.
+
+// ClusterChangesForMembers passes a Cluster's update to its machines and
+// pools when it changes what their passes read: its spec (paused,
+// infrastructureRef, every generation bump), its labels or annotations
+// (the paused annotation), its deletion, or whether its infrastructure is
+// provisioned (machines and pools wait for it before rendering inputs).
+func ClusterChangesForMembers() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+		n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return metaChanged(o, n) ||
+			!equalBool(o.Status.Initialization.InfrastructureProvisioned, n.Status.Initialization.InfrastructureProvisioned)
+	}}
+}
+
+// TerraformClusterChangesForMembers passes a TerraformCluster's update to
+// its machines and pools when it changes what their passes read: its spec
+// (defaults, identityRef), its labels or annotations (externally managed,
+// paused), its deletion, whether it is provisioned, and its Ready and
+// StateReadable conditions' statuses (a machine that waits for the
+// cluster's exports reads them from the cluster's state once that is
+// applied and readable). Status-only churn (lastRun, a drift Job starting
+// or finishing, messages, times) passes nothing.
+func TerraformClusterChangesForMembers() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*infrav1.TerraformCluster)
+		n, ok2 := e.ObjectNew.(*infrav1.TerraformCluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if metaChanged(o, n) || provisioned(o.Status.Initialization) != provisioned(n.Status.Initialization) {
+			return true
+		}
+		for _, t := range []string{infrav1.ReadyCondition, infrav1.StateReadableCondition} {
+			if conditionStatus(o.Status.Conditions, t) != conditionStatus(n.Status.Conditions, t) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+func metaChanged(o, n metav1.Object) bool {
+	return o.GetGeneration() != n.GetGeneration() ||
+		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+		!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+}
+
+func equalBool(a, b *bool) bool {
+	return (a != nil && *a) == (b != nil && *b)
+}
+
+func provisioned(i *infrav1.Initialization) bool {
+	return i != nil && i.Provisioned != nil && *i.Provisioned
+}
+
+func conditionStatus(cs []metav1.Condition, t string) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(cs, t); c != nil {
+		return c.Status
+	}
+	return ""
+}

@@ -1,0 +1,520 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/controlplane"
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+// Config is one harness run.
+type Config struct {
+	// N is the number of TerraformMachines.
+	N int
+	// JobDelay is how long each Job "runs" before the executor finishes it.
+	JobDelay time.Duration
+	// ExecutorWorkers finish Jobs at once.
+	ExecutorWorkers int
+	// Settle is the wait after all are Ready before the steady window.
+	Settle time.Duration
+	// Steady is the measured window with every machine Ready (0: none).
+	Steady time.Duration
+	// Timeout bounds the bring-up.
+	Timeout time.Duration
+	// ManagerArgs are extra manager flags (after the harness's own).
+	ManagerArgs []string
+	// Dir keeps the environment (logs) when set; default a temporary
+	// folder removed at the end.
+	Dir string
+	// Logf reports progress (default: nothing).
+	Logf func(format string, args ...any)
+}
+
+// Result is what a run measured. Durations are in seconds, memory in MiB.
+type Result struct {
+	N               int      `json:"n"`
+	When            string   `json:"when"`
+	Machine         string   `json:"machine"`
+	LoadBefore      string   `json:"loadBefore"`
+	ManagerFlags    []string `json:"managerFlags"`
+	JobDelaySeconds float64  `json:"jobDelaySeconds"`
+
+	// Complete is false when the bring-up timed out; ReadyAtEnd is how
+	// many machines were Ready then, and the figures cover the run so far.
+	Complete   bool `json:"complete"`
+	ReadyAtEnd int  `json:"readyAtEnd"`
+
+	CreateSeconds   float64 `json:"createSeconds"`
+	AllReadySeconds float64 `json:"allReadySeconds"`
+	Jobs            int64   `json:"jobs"`
+	JobsPerSecond   float64 `json:"jobsPerSecond"`
+
+	PeakRSSMiB     float64 `json:"peakRssMiB"`
+	SteadyRSSMiB   float64 `json:"steadyRssMiB"`
+	PeakHeapMiB    float64 `json:"peakHeapMiB"`
+	SteadyHeapMiB  float64 `json:"steadyHeapMiB"`
+	BringUpCPU     float64 `json:"bringUpCpuCores"`
+	SteadyCPU      float64 `json:"steadyCpuCores"`
+	SteadySeconds  float64 `json:"steadySeconds"`
+	SteadyJobs     int64   `json:"steadyJobs"`
+	CPUPerJobMilli float64 `json:"cpuMsPerJob"`
+
+	ReconcileP50 float64 `json:"reconcileP50Seconds"`
+	ReconcileP95 float64 `json:"reconcileP95Seconds"`
+	ReconcileP99 float64 `json:"reconcileP99Seconds"`
+	Reconciles   float64 `json:"reconciles"`
+	MaxQueue     float64 `json:"maxWorkqueueDepth"`
+	SteadyP99    float64 `json:"steadyReconcileP99Seconds"`
+
+	// Requests per second by "VERB resource" over the bring-up and the
+	// steady window (API server's apiserver_request_total; includes the
+	// executor's stand-in writes).
+	BringUpRequests map[string]float64 `json:"bringUpRequestsPerSecond"`
+	SteadyRequests  map[string]float64 `json:"steadyRequestsPerSecond"`
+
+	Executor ExecutorStats `json:"executor"`
+}
+
+func (c *Config) defaults() {
+	if c.JobDelay == 0 {
+		c.JobDelay = 2 * time.Second
+	}
+	if c.ExecutorWorkers == 0 {
+		c.ExecutorWorkers = 16
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10*time.Minute + time.Duration(c.N)*200*time.Millisecond
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// ManagerFlags are the manager flags of a run: the defaults but for what
+// the harness needs (no webhooks, metrics over plain HTTP on addr, no
+// health server, a runner image that is never pulled), then extra.
+func ManagerFlags(metricsAddr string, extra []string) []string {
+	return append([]string{
+		"--webhook-port=0",
+		"--diagnostics-address=" + metricsAddr, "--insecure-diagnostics",
+		"--health-addr=0",
+		"--runner-image=" + runnerImage,
+	}, extra...)
+}
+
+// Run brings the environment up, creates the fleet, drives it to Ready and
+// measures. The returned Result is filled as far as the run got.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.defaults()
+	// controller-runtime's envtest helpers log through its global logger.
+	ctrl.SetLogger(logr.Discard())
+	res := &Result{N: cfg.N, When: time.Now().UTC().Format(time.RFC3339), Machine: machine(), LoadBefore: loadavg(),
+		JobDelaySeconds: cfg.JobDelay.Seconds()}
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return res, err
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "captf-scale-"); err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	build := filepath.Join(dir, "build")
+	if err := os.MkdirAll(build, 0o755); err != nil {
+		return res, err
+	}
+	managerBin := filepath.Join(build, "manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+	}
+	crds, err := framework.RenderedCRDs(root, build)
+	if err != nil {
+		return res, err
+	}
+	cfg.Logf("starting etcd and kube-apiserver")
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	e, err := env.Start(startCtx, env.Options{Dir: filepath.Join(dir, "env"), KeepDir: true})
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = e.Stop() }()
+	sets, err := capi.CRDs()
+	if err != nil {
+		return res, err
+	}
+	sets = append(sets, capi.CRDSet{Path: crds})
+	if err := capi.InstallCRDSets(e.Config, sets...); err != nil {
+		return res, err
+	}
+	cs, c, err := clients(e.Config)
+	if err != nil {
+		return res, err
+	}
+	if err := framework.RunnerClusterRole(ctx, root, c); err != nil {
+		return res, err
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	x := &Executor{Client: cs, Delay: cfg.JobDelay, Workers: cfg.ExecutorWorkers}
+	if err := x.Run(runCtx); err != nil {
+		return res, err
+	}
+	port, err := controlplane.FreePort()
+	if err != nil {
+		return res, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	res.ManagerFlags = ManagerFlags(addr, cfg.ManagerArgs)
+	mgr, err := e.StartProcess("manager", append([]string{managerBin}, res.ManagerFlags...))
+	if err != nil {
+		return res, err
+	}
+	metricsURL := "http://" + addr + "/metrics"
+	mon := &monitor{pid: mgr.Pid(), url: metricsURL}
+	go mon.run(runCtx, time.Second)
+
+	apiStart, err := scrapeAPIServer(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	cpuStart, _ := readProc(mgr.Pid())
+	cfg.Logf("creating the cluster and %d machines", cfg.N)
+	if err := createCluster(ctx, c); err != nil {
+		return res, err
+	}
+	if err := createMachines(ctx, c, 0, cfg.N, 16); err != nil {
+		return res, err
+	}
+	res.CreateSeconds = time.Since(start).Seconds()
+
+	// Bring-up: wait for every machine to be Ready, marking the Cluster's
+	// infrastructure provisioned as Cluster API would.
+	deadline := time.Now().Add(cfg.Timeout)
+	poll := time.Second
+	if cfg.N >= 1000 {
+		poll = 5 * time.Second
+	}
+	marked := false
+	lastLog := time.Time{}
+	for {
+		select {
+		case <-mgr.Exited():
+			return res, fmt.Errorf("the manager exited: %v\n%s", mgr.ExitError(), mgr.LogTail(40))
+		default:
+		}
+		ready, total, provisioned, err := readiness(ctx, c)
+		if err != nil {
+			// A busy API server may time a list out: try again.
+			if ctx.Err() != nil {
+				return res, err
+			}
+			cfg.Logf("%s: reading readiness: %v", time.Since(start).Round(time.Second), err)
+			ready, total = res.ReadyAtEnd, -1
+		}
+		if provisioned && !marked {
+			if err := markInfrastructureProvisioned(ctx, c); err != nil {
+				return res, err
+			}
+			marked = true
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			st := x.Stats()
+			cfg.Logf("%s: %d/%d machines Ready, %d Jobs finished, manager RSS %.0f MiB", time.Since(start).Round(time.Second), ready, total, st.Finished, mon.last().RSS/(1<<20))
+			lastLog = time.Now()
+		}
+		if ready == cfg.N && total == cfg.N {
+			break
+		}
+		res.ReadyAtEnd = ready
+		if time.Now().After(deadline) {
+			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
+			return res, fmt.Errorf("%w after %s: %d/%d machines Ready (cluster provisioned %v)", ErrTimeout, cfg.Timeout, ready, total, provisioned)
+		}
+		time.Sleep(poll)
+	}
+	bringUp := time.Since(start)
+	res.Complete = true
+	res.AllReadySeconds = bringUp.Seconds()
+	st := x.Stats()
+	res.Jobs = st.Finished
+	res.JobsPerSecond = float64(st.Finished) / bringUp.Seconds()
+	cpuUp, _ := readProc(mgr.Pid())
+	res.BringUpCPU = (cpuUp.CPU - cpuStart.CPU).Seconds() / bringUp.Seconds()
+	if st.Finished > 0 {
+		res.CPUPerJobMilli = float64((cpuUp.CPU - cpuStart.CPU).Milliseconds()) / float64(st.Finished)
+	}
+	apiUp, err := scrapeAPIServer(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	res.BringUpRequests = rates(requestCounts(apiStart), requestCounts(apiUp), bringUp)
+	mf, err := scrapeManager(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	h := mf.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"})
+	res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.Reconciles = h.quantile(0.5), h.quantile(0.95), h.quantile(0.99), h.count
+	cfg.Logf("all %d machines Ready in %s (%d Jobs, %.1f Jobs/s)", cfg.N, bringUp.Round(time.Second), st.Finished, res.JobsPerSecond)
+
+	// Steady window: every machine Ready, drift checks scheduled.
+	if cfg.Steady > 0 {
+		time.Sleep(cfg.Settle)
+		before, _ := readProc(mgr.Pid())
+		apiBefore, err := scrapeAPIServer(ctx, cs)
+		if err != nil {
+			return res, err
+		}
+		mfBefore, err := scrapeManager(ctx, metricsURL)
+		if err != nil {
+			return res, err
+		}
+		jobsBefore := x.Stats().Finished
+		mon.resetWindow()
+		t0 := time.Now()
+		time.Sleep(cfg.Steady)
+		win := time.Since(t0)
+		after, _ := readProc(mgr.Pid())
+		apiAfter, err := scrapeAPIServer(ctx, cs)
+		if err != nil {
+			return res, err
+		}
+		mfAfter, err := scrapeManager(ctx, metricsURL)
+		if err != nil {
+			return res, err
+		}
+		res.SteadySeconds = win.Seconds()
+		res.SteadyCPU = (after.CPU - before.CPU).Seconds() / win.Seconds()
+		res.SteadyRequests = rates(requestCounts(apiBefore), requestCounts(apiAfter), win)
+		res.SteadyJobs = x.Stats().Finished - jobsBefore
+		hs := mfAfter.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"}).
+			minus(mfBefore.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"}))
+		res.SteadyP99 = hs.quantile(0.99)
+		w := mon.window()
+		res.SteadyRSSMiB = w.rssAvg / (1 << 20)
+		res.SteadyHeapMiB = w.heapAvg / (1 << 20)
+	}
+	stopRun()
+	final, _ := readProc(mgr.Pid())
+	all := mon.all()
+	res.PeakRSSMiB = float64(max(final.HWM, int64(all.rssMax))) / (1 << 20)
+	res.PeakHeapMiB = all.heapMax / (1 << 20)
+	res.MaxQueue = all.queueMax
+	res.Executor = x.Stats()
+	if n := len(res.Executor.Duplicates); n > 0 {
+		return res, fmt.Errorf("%d duplicate Jobs: %v", n, res.Executor.Duplicates[:min(n, 5)])
+	}
+	return res, nil
+}
+
+// ErrTimeout is returned when the bring-up did not finish in time; the
+// Result then holds the figures of the run so far.
+var ErrTimeout = errors.New("timed out")
+
+// partial fills a timed-out run's figures: Jobs, CPU, memory and queue so
+// far.
+func partial(res *Result, x *Executor, mon *monitor, pid int, d time.Duration, cpuStart procStat) {
+	res.AllReadySeconds = d.Seconds()
+	res.Executor = x.Stats()
+	res.Jobs = res.Executor.Finished
+	res.JobsPerSecond = float64(res.Jobs) / d.Seconds()
+	if p, err := readProc(pid); err == nil {
+		res.BringUpCPU = (p.CPU - cpuStart.CPU).Seconds() / d.Seconds()
+		if res.Jobs > 0 {
+			res.CPUPerJobMilli = float64((p.CPU - cpuStart.CPU).Milliseconds()) / float64(res.Jobs)
+		}
+		res.PeakRSSMiB = float64(p.HWM) / (1 << 20)
+	}
+	all := mon.all()
+	res.PeakHeapMiB = all.heapMax / (1 << 20)
+	res.MaxQueue = all.queueMax
+	last := mon.last()
+	res.SteadyRSSMiB, res.SteadyHeapMiB = last.RSS/(1<<20), last.Heap/(1<<20)
+}
+
+func clients(cfg *rest.Config) (kubernetes.Interface, client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := capi.Scheme()
+	if err := infrav1.AddToScheme(s); err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	return cs, c, err
+}
+
+func rates(before, after map[string]float64, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if r := (v - before[k]) / d.Seconds(); r >= 0.005 {
+			out[k] = math.Round(r*100) / 100
+		}
+	}
+	return out
+}
+
+// monitor samples the manager's RSS, Go heap and workqueue depth.
+type monitor struct {
+	pid int
+	url string
+
+	mu             sync.Mutex
+	lastSample     sample
+	allAgg, winAgg agg
+	procErrors     int
+}
+
+type sample struct{ RSS, Heap, Queue float64 }
+
+type agg struct {
+	n                         int
+	rssMax, heapMax, queueMax float64
+	rssSum, heapSum           float64
+	rssAvg, heapAvg           float64
+}
+
+func (a *agg) add(s sample) {
+	a.n++
+	a.rssMax, a.heapMax, a.queueMax = math.Max(a.rssMax, s.RSS), math.Max(a.heapMax, s.Heap), math.Max(a.queueMax, s.Queue)
+	a.rssSum += s.RSS
+	a.heapSum += s.Heap
+	a.rssAvg, a.heapAvg = a.rssSum/float64(a.n), a.heapSum/float64(a.n)
+}
+
+func (m *monitor) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	metricsEvery := 0
+	var heap, queue float64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p, err := readProc(m.pid)
+		if err != nil {
+			m.procErrors++
+			continue
+		}
+		// /metrics costs the manager CPU: read it every 5 s.
+		if metricsEvery%5 == 0 {
+			if f, err := scrapeManager(ctx, m.url); err == nil {
+				heap, _ = f.value("go_memstats_heap_alloc_bytes", nil)
+				queue, _ = f.value("workqueue_depth", map[string]string{"name": "terraformmachine"})
+			}
+		}
+		metricsEvery++
+		s := sample{RSS: float64(p.RSS), Heap: heap, Queue: queue}
+		m.mu.Lock()
+		m.lastSample = s
+		m.allAgg.add(s)
+		m.winAgg.add(s)
+		m.mu.Unlock()
+	}
+}
+
+func (m *monitor) last() sample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastSample
+}
+
+func (m *monitor) resetWindow() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.winAgg = agg{}
+}
+
+func (m *monitor) window() agg {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.winAgg
+}
+
+func (m *monitor) all() agg {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.allAgg
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if len(s) > 14 {
+		s = s[:14]
+	}
+	return s
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "MemTotal" {
+				mem = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s RAM, %s/%s, %s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// SortedKeys returns m's keys by descending value.
+func SortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}

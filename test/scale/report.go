@@ -1,0 +1,239 @@
+package scale
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The Scale page's files under docs/book/operator-guide.
+const (
+	ResultsFile = "scale-results.json"
+	PageFile    = "scale.md"
+	MemoryPlot  = "scale-memory.png"
+	CPUPlot     = "scale-cpu.png"
+	LatencyPlot = "scale-latency.png"
+
+	tableStart = "<!-- scale-table:start (written by make scale) -->"
+	tableEnd   = "<!-- scale-table:end -->"
+)
+
+// LoadResults reads the results file (none yet: empty).
+func LoadResults(path string) ([]Result, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rs []Result
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	return rs, nil
+}
+
+// MergeResult replaces the result of the same N, keeping them ordered by N.
+func MergeResult(rs []Result, r Result) []Result {
+	out := []Result{r}
+	for _, o := range rs {
+		if o.N != r.N {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
+	return out
+}
+
+// SaveResults writes the results file.
+func SaveResults(path string, rs []Result) error {
+	b, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteDocs renders the table into the page (between its markers) and the
+// three plots, in dir.
+func WriteDocs(dir string, rs []Result) error {
+	if len(rs) == 0 {
+		return errors.New("no results to write")
+	}
+	page := filepath.Join(dir, PageFile)
+	b, err := os.ReadFile(page)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %q … %q markers", page, tableStart, tableEnd)
+	}
+	s = s[:i+len(tableStart)] + "\n" + Table(rs) + s[j:]
+	if err := os.WriteFile(page, []byte(s), 0o644); err != nil {
+		return err
+	}
+	ns := func() []float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			out[i] = float64(r.N)
+		}
+		return out
+	}()
+	pick := func(f func(Result) float64) []float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			out[i] = f(r)
+		}
+		return out
+	}
+	if err := linePlot(filepath.Join(dir, MemoryPlot), "Manager memory against TerraformMachines", "MiB", ns, []series{
+		{"peak RSS", pick(func(r Result) float64 { return r.PeakRSSMiB })},
+		{"steady RSS", pick(func(r Result) float64 { return r.SteadyRSSMiB })},
+		{"steady Go heap", pick(func(r Result) float64 { return r.SteadyHeapMiB })},
+	}); err != nil {
+		return err
+	}
+	if err := linePlot(filepath.Join(dir, CPUPlot), "Manager CPU against TerraformMachines", "cores", ns, []series{
+		{"bring-up", pick(func(r Result) float64 { return r.BringUpCPU })},
+		{"steady (drift on)", pick(func(r Result) float64 { return r.SteadyCPU })},
+	}); err != nil {
+		return err
+	}
+	return linePlot(filepath.Join(dir, LatencyPlot), "TerraformMachine reconcile latency (bring-up)", "seconds", ns, []series{
+		{"p50", pick(func(r Result) float64 { return r.ReconcileP50 })},
+		{"p95", pick(func(r Result) float64 { return r.ReconcileP95 })},
+		{"p99", pick(func(r Result) float64 { return r.ReconcileP99 })},
+	})
+}
+
+type series struct {
+	name string
+	ys   []float64
+}
+
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+func linePlot(path, title, unit string, xs []float64, ss []series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "TerraformMachines (N)"
+	p.Y.Label.Text = unit
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for i, s := range ss {
+		pts := make(plotter.XYs, 0, len(xs))
+		for k, x := range xs {
+			if !math.IsNaN(s.ys[k]) {
+				pts = append(pts, plotter.XY{X: x, Y: s.ys[k]})
+			}
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color = palette[i%len(palette)], palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		p.Add(l, sc)
+		p.Legend.Add(s.name, l, sc)
+	}
+	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+func f1(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func f2(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func ms(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v*1000)
+}
+
+// Table is the Scale page's results table, the top API requests of the
+// steady window, and the conditions of each run.
+func Table(rs []Result) string {
+	var b strings.Builder
+	b.WriteString("\n| N | time to all Ready (s) | Jobs | Jobs/s | peak RSS (MiB) | steady RSS (MiB) | peak heap (MiB) | steady heap (MiB) | bring-up CPU (cores) | steady CPU (cores) | CPU per Job (ms) | reconcile p50 / p95 / p99 (ms) | max queue depth | API req/s bring-up | API req/s steady |\n")
+	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	sum := func(m map[string]float64) float64 {
+		t := 0.0
+		for _, v := range m {
+			t += v
+		}
+		return t
+	}
+	for _, r := range rs {
+		ready := f1(r.AllReadySeconds)
+		if !r.Complete {
+			ready = fmt.Sprintf("not reached: %d Ready after %s", r.ReadyAtEnd, f1(r.AllReadySeconds))
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %.0f | %s | %s |\n",
+			r.N, ready, r.Jobs, f1(r.JobsPerSecond), f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB), f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
+			f2(r.BringUpCPU), f2(r.SteadyCPU), f1(r.CPUPerJobMilli), ms(r.ReconcileP50), ms(r.ReconcileP95), ms(r.ReconcileP99), r.MaxQueue,
+			f1(sum(r.BringUpRequests)), f2(sum(r.SteadyRequests)))
+	}
+	b.WriteString("\nAPI requests per second during bring-up, by verb and resource (the ten busiest; the executor's stand-in writes for the kubelet, the Job controller and the runner's backend are included):\n\n")
+	b.WriteString("| N | requests/s |\n| ---: | --- |\n")
+	for _, r := range rs {
+		var parts []string
+		for i, k := range SortedKeys(r.BringUpRequests) {
+			if i == 10 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.BringUpRequests[k]))
+		}
+		fmt.Fprintf(&b, "| %d | %s |\n", r.N, strings.Join(parts, ", "))
+	}
+	b.WriteString("\nAPI requests per second in the steady window (every machine Ready, drift checks scheduled):\n\n")
+	b.WriteString("| N | window (s) | Jobs in window | requests/s |\n| ---: | ---: | ---: | --- |\n")
+	for _, r := range rs {
+		var parts []string
+		for i, k := range SortedKeys(r.SteadyRequests) {
+			if i == 10 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, r.SteadyRequests[k]))
+		}
+		if len(parts) == 0 {
+			parts = []string{"none"}
+		}
+		fmt.Fprintf(&b, "| %d | %.0f | %d | %s |\n", r.N, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
+	}
+	b.WriteString("\nEach run: when, the machine, its load average before the run, the Job delay and the manager's flags:\n\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "- N=%d: %s, %s, load average before %s, Job delay %.1fs, executor retries %d, flags `%s`\n",
+			r.N, r.When, r.Machine, strings.TrimSpace(r.LoadBefore), r.JobDelaySeconds, r.Executor.Failures, strings.Join(r.ManagerFlags, " "))
+	}
+	b.WriteString("\n")
+	return b.String()
+}

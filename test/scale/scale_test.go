@@ -1,0 +1,40 @@
+package scale
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestHarness runs the harness on a small fleet as a test of the harness
+// itself: every machine reaches Ready through the real manager and the
+// simulated executor, and the manager never runs two Jobs for one object at
+// once nor applies a machine twice (book: The Reconcile Lifecycle, "at most
+// one Job per object"). It asserts no time. CAPTF_SCALE_N changes the size.
+func TestHarness(t *testing.T) {
+	n := 20
+	if v := os.Getenv("CAPTF_SCALE_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("CAPTF_SCALE_N=%q: %v", v, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{N: n, JobDelay: 500 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Executor.Finished < int64(n+1) {
+		t.Errorf("want at least %d Jobs (the cluster and each machine applied), the executor finished %d", n+1, res.Executor.Finished)
+	}
+	if len(res.Executor.MultiApply) > 0 {
+		t.Errorf("objects applied more than once: %v", res.Executor.MultiApply)
+	}
+	if res.Executor.Failures > 0 {
+		t.Logf("the executor retried %d times; last error: %s", res.Executor.Failures, res.Executor.LastError)
+	}
+	t.Logf("%d machines Ready in %.1fs, %d Jobs, manager peak RSS %.0f MiB", n, res.AllReadySeconds, res.Jobs, res.PeakRSSMiB)
+}
