@@ -89,3 +89,34 @@ func (k WorkloadKind) NewList() ObjectList {
 
 // String returns the kind's name.
 func (k WorkloadKind) String() string { return string(k) }
+
+// ReadyBeforeProvisioned are the Ready inputs of every workload kind until
+// provisioned latches (reference-facts §1.1).
+var ReadyBeforeProvisioned = []string{
+	DependenciesReadyCondition,
+	IdentityAllowedCondition,
+	CredentialsMirroredCondition,
+	RunnerRBACReadyCondition,
+	ApplyJobSucceededCondition,
+	StateReadableCondition,
+	OutputsValidCondition,
+	InfrastructureHealthyCondition,
+	DeletingCondition,
+}
+
+// ReadyConditions are the conditions Ready summarises for an object of the
+// kind, before and after provisioned latches (reference-facts §1.1). After
+// provisioning a TerraformCluster and a TerraformMachine keep only
+// InfrastructureHealthy and Deleting: a failed re-apply of a cluster must
+// not flip the Cluster's InfrastructureReady. A TerraformMachinePool also
+// keeps ApplyJobSucceeded: a pool is re-applied, and a failed re-apply
+// shows in Ready.
+func (k WorkloadKind) ReadyConditions(provisioned bool) []string {
+	switch {
+	case !provisioned:
+		return ReadyBeforeProvisioned
+	case k == KindTerraformMachinePool:
+		return []string{InfrastructureHealthyCondition, ApplyJobSucceededCondition, DeletingCondition}
+	}
+	return []string{InfrastructureHealthyCondition, DeletingCondition}
+}

@@ -49,10 +49,6 @@ type Adapter interface {
 	// write-back, a cluster's endpoint write-back).
 	After(ctx context.Context, p *Pass) error
 
-	// ReadyConditions are the conditions Ready summarises, before and after
-	// provisioned latches.
-	ReadyConditions(provisioned bool) []string
-
 	// Fields returns the kind's own spec and status fields the shared flow
 	// reads or writes.
 	Fields(obj Object) KindFields

@@ -165,7 +165,7 @@ func (f *Flow) computeConditions(p *Pass) error {
 // reasons are Unknown so waiting never turns Ready False.
 func (f *Flow) summarizeReady(p *Pass) error {
 	return conditions.SetSummaryCondition(p.Obj, p.Obj, infrav1.ReadyCondition,
-		conditions.ForConditionTypes(f.Adapter.ReadyConditions(p.Provisioned())),
+		conditions.ForConditionTypes(p.Kind.ReadyConditions(p.Provisioned())),
 		conditions.NegativePolarityConditionTypes{infrav1.DeletingCondition},
 		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
 			conditions.GetPriorityFunc(conditions.GetDefaultMergePriorityFunc(infrav1.DeletingCondition)),

@@ -49,13 +49,6 @@ func (readyAdapter) Fields(obj Object) KindFields {
 	return f
 }
 
-func (readyAdapter) ReadyConditions(provisioned bool) []string {
-	if provisioned {
-		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}
-	}
-	return ReadyBeforeProvisioned
-}
-
 // Ready is summarised over the kind's inputs with the book's reasons:
 // Ready, NotReady when an input is False, ReadyUnknown when one is Unknown;
 // Deleting counts with negative polarity.

@@ -23,20 +23,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
-// ReadyBeforeProvisioned are the Ready inputs of every workload kind until
-// provisioned latches (reference-facts §1.1).
-var ReadyBeforeProvisioned = []string{
-	infrav1.DependenciesReadyCondition,
-	infrav1.IdentityAllowedCondition,
-	infrav1.CredentialsMirroredCondition,
-	infrav1.RunnerRBACReadyCondition,
-	infrav1.ApplyJobSucceededCondition,
-	infrav1.StateReadableCondition,
-	infrav1.OutputsValidCondition,
-	infrav1.InfrastructureHealthyCondition,
-	infrav1.DeletingCondition,
-}
-
 // ControllerOptions are what every workload controller is set up with.
 type ControllerOptions struct {
 	// Concurrency is the number of workers.

@@ -28,14 +28,6 @@ var _ lifecycle.Adapter = &Adapter{}
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleCluster }
 
-// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
-func (a *Adapter) ReadyConditions(provisioned bool) []string {
-	if provisioned {
-		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}
-	}
-	return lifecycle.ReadyBeforeProvisioned
-}
-
 // LookupOwner finds the owning Cluster and checks that it points back.
 func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
 	tc := p.Obj.(*infrav1.TerraformCluster)

@@ -27,14 +27,6 @@ var _ lifecycle.Adapter = &Adapter{}
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
 
-// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1).
-func (a *Adapter) ReadyConditions(provisioned bool) []string {
-	if provisioned {
-		return []string{infrav1.InfrastructureHealthyCondition, infrav1.DeletingCondition}
-	}
-	return lifecycle.ReadyBeforeProvisioned
-}
-
 // machine is the owning Machine of the pass.
 func machine(p *lifecycle.Pass) *clusterv1.Machine {
 	m, _ := p.Owner.(*clusterv1.Machine)

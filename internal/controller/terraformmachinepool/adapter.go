@@ -29,15 +29,6 @@ var _ lifecycle.Adapter = &Adapter{}
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
 
-// ReadyConditions implements lifecycle.Adapter (reference-facts §1.1): a
-// pool keeps ApplyJobSucceeded after provisioning.
-func (a *Adapter) ReadyConditions(provisioned bool) []string {
-	if provisioned {
-		return []string{infrav1.InfrastructureHealthyCondition, infrav1.ApplyJobSucceededCondition, infrav1.DeletingCondition}
-	}
-	return lifecycle.ReadyBeforeProvisioned
-}
-
 func machinePool(p *lifecycle.Pass) *clusterv1.MachinePool {
 	mp, _ := p.Owner.(*clusterv1.MachinePool)
 	return mp
