@@ -77,6 +77,10 @@ tools: ## Build (once per machine) every pinned third-party binary.
 test: tools ## Run every test, end-to-end included.
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: chaos
+chaos: tools ## Run the fault-injection matrix: the manager killed after every write site of the reference bring-up, and the fault scenarios.
+	go test $(GO_TEST_FLAGS) -tags chaos -run 'TestFault' -v ./test/e2e/
+
 ##@ Build
 
 .PHONY: build

@@ -56,6 +56,9 @@ type Faults struct {
 	// after the KillAt-th accepted write of that site (from 1).
 	KillSite string
 	KillAt   int
+	// KillMatch, when set instead of KillSite, kills the manager right
+	// after the first accepted write it matches.
+	KillMatch func(Write) bool
 	// Cancel stops the manager; called once, at the kill.
 	Cancel context.CancelFunc
 
@@ -131,7 +134,7 @@ func (t faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	f.accepted++
 	w.Index = f.accepted
 	f.writes = append(f.writes, w)
-	if f.KillSite != "" && w.Site == f.KillSite && f.seen[w.Site] == f.KillAt {
+	if f.KillSite != "" && w.Site == f.KillSite && f.seen[w.Site] == f.KillAt || f.KillMatch != nil && f.KillMatch(w) {
 		f.dead, f.killed = true, &w
 		if f.Cancel != nil {
 			f.Cancel()
