@@ -77,3 +77,36 @@ func TestFaultMatrix(t *testing.T) {
 	t.Logf("matrix: %d points in %v\n| site | after write | result | time |\n| --- | --- | --- | --- |\n%s",
 		len(names), time.Since(t0).Round(time.Second), strings.Join(results, "\n"))
 }
+
+// runFaultPoint brings up a cluster in namespace fault-<i> under a manager
+// killed at p, then under a fresh manager, and checks the end state. It
+// returns the killed manager's writes.
+func runFaultPoint(t *testing.T, i, cps, workers int, p faultPoint) []framework.Write {
+	b := newFaultBringUp(t, i, cps, workers)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	f := b.run(ctx, func(f *framework.Faults, cancel context.CancelFunc) {
+		f.KillSite, f.KillAt, f.Cancel = p.site, p.at, cancel
+	})
+	defer b.stop()
+	b.apply(ctx)
+	killed, ok := framework.WaitFor(ctx, 10*time.Minute, func() (bool, string) {
+		if k := f.Killed(); k != nil {
+			return true, k.String()
+		}
+		if ok, _ := b.converged(ctx); ok {
+			return true, ""
+		}
+		return false, ""
+	})
+	if !ok || f.Killed() == nil {
+		b.w.dump(ctx)
+		t.Fatalf("the manager was never killed after write %d of %q; the sites it wrote: %v", p.at, p.site, siteCounts(f.Writes()))
+	}
+	b.stop()
+	t.Logf("killed after %s; a fresh manager takes over", killed)
+	b.run(ctx, nil)
+	b.waitConverged(ctx, 10*time.Minute)
+	b.checkEnd(ctx)
+	return f.Writes()
+}

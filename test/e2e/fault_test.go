@@ -58,11 +58,6 @@ type faultBringUp struct {
 	managerDone   chan error
 }
 
-// wantJobs is what the book predicts for the bring-up: one cluster apply,
-// one apply per machine, one cluster re-apply once
-// control_plane_initialized flips.
-func (b *faultBringUp) wantJobs() int { return 2 + b.cps + b.workers }
-
 // names are the scenario's object names, longest first, for write sites.
 func (b *faultBringUp) names() []string {
 	out := append([]string{b.name}, b.machines...)
@@ -330,11 +325,14 @@ func (b *faultBringUp) checkEndWith(ctx context.Context, ops map[string]string, 
 			succeeded[e.Related.Name] += n
 		}
 	}
+	// Events are sent after the fact and a manager that dies may take
+	// unsent ones with it (Kubernetes events are best effort): at most one
+	// each. The booking itself is the bookkept mark and status.lastRun.
 	for name := range byName {
 		if interrupted[name] {
 			continue
 		}
-		if succeeded[name] != 1 {
+		if succeeded[name] > 1 {
 			t.Errorf("Job %s was booked %d times (JobSucceeded events), want once", name, succeeded[name])
 		}
 	}
@@ -401,40 +399,6 @@ func kindOf(o infrav1.Workload) string { return string(o.GetWorkloadKind()) }
 type faultPoint struct {
 	site string
 	at   int
-}
-
-// runFaultPoint brings up a cluster in namespace fault-<i> under a manager
-// killed at p, then under a fresh manager, and checks the end state. It
-// returns the killed manager's writes.
-func runFaultPoint(t *testing.T, i, cps, workers int, p faultPoint) []framework.Write {
-	b := newFaultBringUp(t, i, cps, workers)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	var f *framework.Faults
-	f = b.run(ctx, func(f *framework.Faults, cancel context.CancelFunc) {
-		f.KillSite, f.KillAt, f.Cancel = p.site, p.at, cancel
-	})
-	defer b.stop()
-	b.apply(ctx)
-	killed, ok := framework.WaitFor(ctx, 10*time.Minute, func() (bool, string) {
-		if k := f.Killed(); k != nil {
-			return true, k.String()
-		}
-		if ok, _ := b.converged(ctx); ok {
-			return true, ""
-		}
-		return false, ""
-	})
-	if !ok || f.Killed() == nil {
-		b.w.dump(ctx)
-		t.Fatalf("the manager was never killed after write %d of %q; the sites it wrote: %v", p.at, p.site, siteCounts(f.Writes()))
-	}
-	b.stop()
-	t.Logf("killed after %s; a fresh manager takes over", killed)
-	b.run(ctx, nil)
-	b.waitConverged(ctx, 10*time.Minute)
-	b.checkEnd(ctx)
-	return f.Writes()
 }
 
 func siteCounts(ws []framework.Write) []string {
@@ -512,8 +476,9 @@ var faultChains = [][]faultPoint{{
 	{"patch terraformclusters * annotations[clusterctl.cluster.x-k8s.io/block-move]", 1},
 	{"create jobs captf-c-*-apply-a1-#", 1},
 	{"create secrets captf-run-captf-c-*-apply-a1-#", 1},
-	{"create events JobSucceeded", 1},
 	{"patch terraformclusters * annotations[captf.io/endpoint-source],annotations[clusterctl.cluster.x-k8s.io/block-move],spec", 1},
+	{"create events JobSucceeded", 1},
+	{"patch secrets captf-inputs-m-* annotations[captf.io/applied],annotations[captf.io/image-digest]", 1},
 }}
 
 // leaseLabels is what giving back a run lease writes besides its holder.
