@@ -7,14 +7,11 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
 // firstJob waits, polling fast, for the first Job of owner ("<kind>/<name>")
@@ -116,97 +113,4 @@ func TestFaultApplyJobDeleted(t *testing.T) {
 	if v, ok := durable.Annotations[infrav1.InterruptedApplyAnnotation]; ok {
 		t.Errorf("the durable inputs still carry %s=%s after a later apply succeeded", infrav1.InterruptedApplyAnnotation, v)
 	}
-}
-
-// TestFaultManagerKilledDuringDestroy deletes a converged cluster and kills
-// its manager right after it created the first destroy Job; a fresh
-// manager finishes the deletion: every object destroys once, and nothing
-// of CAPTF's is left in the namespace (state, inputs, mirrors, leases).
-func TestFaultManagerKilledDuringDestroy(t *testing.T) {
-	t.Parallel()
-	b := newFaultBringUp(t, 42, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
-	b.waitConverged(ctx, 10*time.Minute)
-	b.stop()
-	f := b.run(ctx, func(f *framework.Faults, cancel context.CancelFunc) {
-		f.KillMatch = func(w framework.Write) bool {
-			return w.Verb == "create" && w.Resource == "jobs" && strings.Contains(w.Name, "-destroy-")
-		}
-		f.Cancel = cancel
-	})
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.ns}}
-	if err := b.w.c.Delete(ctx, cluster); err != nil {
-		t.Fatal(err)
-	}
-	b.w.eventually(ctx, 5*time.Minute, "the first destroy Job", func() (bool, string) {
-		if k := f.Killed(); k != nil {
-			return true, ""
-		}
-		return false, "no destroy Job yet"
-	})
-	b.stop()
-	t.Logf("killed after %s; a fresh manager takes over", f.Killed())
-	b.run(ctx, nil)
-	b.w.eventually(ctx, 10*time.Minute, "every object of the cluster gone", func() (bool, string) {
-		var tcs infrav1.TerraformClusterList
-		var tms infrav1.TerraformMachineList
-		if err := b.w.c.List(ctx, &tcs, client.InNamespace(b.ns)); err != nil {
-			return false, err.Error()
-		}
-		if err := b.w.c.List(ctx, &tms, client.InNamespace(b.ns)); err != nil {
-			return false, err.Error()
-		}
-		if n := len(tcs.Items) + len(tms.Items); n > 0 {
-			return false, "objects left"
-		}
-		return true, ""
-	})
-	// By Job name: a destroy Job created just before the kill, whose
-	// per-run Secret was never written, is deleted as stuck and created
-	// again under the same name.
-	perOwner, seen := map[string][]string{}, map[string]bool{}
-	for _, j := range b.timeline.Jobs() {
-		if !seen[j.Name] {
-			perOwner[j.Owner] = append(perOwner[j.Owner], j.Op)
-		}
-		seen[j.Name] = true
-	}
-	for owner, ops := range map[string]string{"TerraformCluster/" + b.name: "apply,apply,destroy", "TerraformMachine/" + b.machines[0]: "apply,destroy"} {
-		if got := strings.Join(perOwner[owner], ","); got != ops {
-			t.Errorf("%s ran %q, want %q", owner, got, ops)
-		}
-	}
-	b.checkNothingLeft(ctx)
-}
-
-// checkNothingLeft checks that the objects' deletion left none of what
-// CAPTF kept for them in the namespace: no state Secret, durable inputs,
-// per-run Secret or backup, no run or lock Lease (Terraform State: the
-// state goes with a completed destroy).
-func (b *faultBringUp) checkNothingLeft(ctx context.Context) {
-	b.w.eventually(ctx, 2*time.Minute, "CAPTF's Secrets and Leases to go", func() (bool, string) {
-		var left []string
-		var secrets corev1.SecretList
-		if err := b.w.c.List(ctx, &secrets, client.InNamespace(b.ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, s := range secrets.Items {
-			if s.Labels["tfstate"] == "true" || s.Labels[infrav1.StateBackupLabel] == "true" ||
-				strings.HasPrefix(s.Name, "captf-inputs-") || strings.HasPrefix(s.Name, "captf-run-") {
-				left = append(left, "Secret "+s.Name)
-			}
-		}
-		var leases coordinationv1.LeaseList
-		if err := b.w.c.List(ctx, &leases, client.InNamespace(b.ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, l := range leases.Items {
-			left = append(left, "Lease "+l.Name)
-		}
-		return len(left) == 0, strings.Join(left, ", ")
-	})
 }
