@@ -168,6 +168,9 @@ type Pass struct {
 	// bookkept are the finished Jobs to mark bookkept once the status patch
 	// has succeeded.
 	bookkept []bookkept
+	// afterPatch runs once the status patch has succeeded: the events and
+	// counters of the Jobs bookkept this pass.
+	afterPatch []func()
 	// requeue is the soonest requeue asked for.
 	requeue time.Duration
 	// sampleOp is the operation of a Job bookkept this pass whose outputs

@@ -178,6 +178,9 @@ func isOwnedBy(job *batchv1.Job, obj client.Object) bool {
 func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jobs.Classification) error {
 	op := infrav1.Operation(job.Labels[infrav1.OpLabel])
 	s := p.Status()
+	// The status as read already names the Job: a status patch recorded
+	// it, and the pass that made it ended before the Job was marked.
+	booked := s.LastRun != nil && s.LastRun.Job == job.Name
 	run := c.Result.LastRun
 	s.LastRun = &run
 	if c.Result.RuntimeVersion != "" || c.ImageID != "" {
@@ -247,8 +250,16 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	case infrav1.OperationPlan:
 		f.recordPlan(p, job, c)
 	}
-	f.jobEvent(p, job, c)
-	f.jobMetrics(p, job, op, c)
+	// The Job's event and counters follow the status patch that records
+	// its result, once: a pass that dies before the patch repeats nothing,
+	// and a Job whose result the patched status already holds (the pass
+	// died before marking it bookkept) is not counted again.
+	if !booked {
+		p.afterPatch = append(p.afterPatch, func() {
+			f.jobEvent(p, job, c)
+			f.jobMetrics(p, job, op, c)
+		})
+	}
 	f.consumeRequests(p, job, op, c)
 
 	// The per-run Secret goes once the result is read; that also gives back

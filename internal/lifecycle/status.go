@@ -69,6 +69,9 @@ func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper, s
 	f.written.wrote(p.Obj.GetUID(), p.fromVersion, p.writes.version)
 	f.transitionMetrics(p)
 	f.transitionEvents(p)
+	for _, fn := range p.afterPatch {
+		fn()
+	}
 	if err := f.markBookkept(ctx, p); err != nil {
 		return err
 	}

@@ -161,7 +161,7 @@ func startShared() error {
 	shared.writes, shared.passes = &framework.Writes{}, framework.NewPasses()
 	o := managerOptions(shared.images.Runner)
 	o.Logger = shared.passes.Logger(o.Logger)
-	o.ExcludeNamespaces = []string{restartNamespace}
+	o.ExcludeNamespaces = excludedNamespaces()
 	mctx, stop := context.WithCancel(context.Background())
 	shared.stop, shared.done = stop, make(chan error, 1)
 	go func() { shared.done <- framework.RunCountedManager(mctx, e, o, shared.writes) }()

@@ -1,0 +1,502 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
+)
+
+// faultNamespaces is how many namespaces fault-00, fault-01, ... the shared
+// manager leaves to the fault scenarios' own managers: the sample's chains
+// use 0 to 2, the other scenarios 40 and up, the matrix (make chaos) 63 for
+// its recording and 64 and up for its points.
+const faultNamespaces = 128
+
+func faultNamespace(i int) string { return fmt.Sprintf("fault-%03d", i) }
+
+// excludedNamespaces are the namespaces the shared manager does not watch.
+func excludedNamespaces() []string {
+	out := []string{restartNamespace}
+	for i := range faultNamespaces {
+		out = append(out, faultNamespace(i))
+	}
+	return out
+}
+
+// faultBringUp is a bring-up in the shape of the reference one (a
+// TerraformCluster, control-plane and worker TerraformMachines with their
+// Machines and Nodes, the Cluster initialized by Cluster API), in a
+// namespace of its own whose only manager is the scenario's.
+type faultBringUp struct {
+	w             *world
+	ns, name      string
+	cps, workers  int
+	machines      []string
+	timeline      *framework.Timeline
+	managerCancel context.CancelFunc
+	managerDone   chan error
+}
+
+// names are the scenario's object names, longest first, for write sites.
+func (b *faultBringUp) names() []string {
+	out := append([]string{b.name}, b.machines...)
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return append(out, b.ns)
+}
+
+func newFaultBringUp(t *testing.T, i, cps, workers int) *faultBringUp {
+	ns := faultNamespace(i)
+	b := &faultBringUp{w: start(t, ns), ns: ns, name: "f", cps: cps, workers: workers}
+	for i := range cps {
+		b.machines = append(b.machines, fmt.Sprintf("%s-cp-%d", b.name, i))
+	}
+	for i := range workers {
+		b.machines = append(b.machines, fmt.Sprintf("%s-worker-%d", b.name, i))
+	}
+	return b
+}
+
+// run starts a manager scoped to the scenario's namespace, its API
+// connection wrapped by wrap (nil: as is).
+func (b *faultBringUp) run(ctx context.Context, wrap func(*framework.Faults, context.CancelFunc)) *framework.Faults {
+	mctx, cancel := context.WithCancel(ctx)
+	f := &framework.Faults{Names: b.names()}
+	if wrap != nil {
+		wrap(f, cancel)
+	}
+	o := managerOptions(b.w.images.Runner)
+	o.Namespace = b.ns
+	o.WebhookPort = 0 // the shared manager serves the webhooks
+	b.managerCancel, b.managerDone = cancel, make(chan error, 1)
+	go func() {
+		b.managerDone <- framework.RunObservedManager(mctx, b.w.e, o, framework.Observe{Wrap: f.Wrap})
+	}()
+	return f
+}
+
+// stop stops the scenario's manager and waits for it.
+func (b *faultBringUp) stop() {
+	if b.managerCancel == nil {
+		return
+	}
+	b.managerCancel()
+	<-b.managerDone
+	b.managerCancel = nil
+}
+
+// apply starts the timeline and creates the bring-up's objects.
+func (b *faultBringUp) apply(ctx context.Context) {
+	t, w := b.w.t, b.w
+	tl, err := framework.StartTimeline(ctx, w.e.Config, scheme(), b.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.timeline = tl
+	w.identityFor(ctx, b.ns)
+	kubeconfig, err := os.ReadFile(w.e.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: b.name + "-kubeconfig", Namespace: b.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: b.name}},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": kubeconfig},
+	})
+	cluster, tc := w.clusterObjects(b.ns, b.name, nil)
+	cluster.Spec.ClusterNetwork = clusterv1.ClusterNetwork{
+		APIServerPort: 6443,
+		Pods:          clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+		Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
+	}
+	objs := []client.Object{cluster, tc}
+	for _, m := range b.machines {
+		labels := map[string]string{clusterv1.ClusterNameLabel: b.name}
+		if strings.Contains(m, "-cp-") {
+			labels[clusterv1.MachineControlPlaneLabel] = ""
+		}
+		objs = append(objs,
+			&corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: m + "-bootstrap", Namespace: b.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: b.name}},
+				Type:       clusterv1.ClusterSecretType,
+				Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
+			},
+			&infrav1.TerraformMachine{
+				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: b.ns, Labels: labels},
+				Spec:       infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Machine}}},
+			},
+			&clusterv1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: b.ns, Labels: labels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: b.name, Version: "v1.36.3",
+					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(m + "-bootstrap")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachine", Name: m},
+				},
+			},
+			// The Node (cluster-scoped, so named after the namespace too)
+			// with the provider ID the no-op machine module reports.
+			&corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: b.ns + "-" + m},
+				Spec:       corev1.NodeSpec{ProviderID: "noop:///" + b.ns + "/" + m},
+			},
+		)
+	}
+	w.create(ctx, objs...)
+	t.Cleanup(func() {
+		for _, m := range b.machines {
+			_ = w.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: b.ns + "-" + m}})
+		}
+	})
+}
+
+// converged reports whether the bring-up reached its end: every machine
+// Ready with its nodeRef, the Cluster initialized, the cluster re-applied
+// with control_plane_initialized true and Ready with that Job reported.
+func (b *faultBringUp) converged(ctx context.Context) (bool, string) {
+	c := b.w.c
+	for _, m := range b.machines {
+		tm := &infrav1.TerraformMachine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, tm); err != nil {
+			return false, err.Error()
+		}
+		if ok, why := ready(tm); !ok {
+			return false, "TerraformMachine " + m + ": " + why
+		}
+		cm := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, cm); err != nil {
+			return false, err.Error()
+		}
+		if !cm.Status.NodeRef.IsDefined() {
+			return false, "Machine " + m + " has no nodeRef yet"
+		}
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.name}, cluster); err != nil {
+		return false, err.Error()
+	}
+	if !conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition) {
+		return false, "Cluster API has not marked the control plane initialized"
+	}
+	durable := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: "captf-inputs-c-" + b.name}, durable); err != nil {
+		return false, err.Error()
+	}
+	if flipped, _ := inputs.LastControlPlaneInitialized(durable.Data[contract.TFVarsFile]); !flipped {
+		return false, "the cluster's inputs do not have control_plane_initialized true yet"
+	}
+	tc := &infrav1.TerraformCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.name}, tc); err != nil {
+		return false, err.Error()
+	}
+	// The state holds the current inputs: their apply is done, not only
+	// decided.
+	want, err := inputs.HashFiles(contract.RoleCluster, tc.Spec.Source.Image, durable.Data[contract.MainFile], durable.Data[contract.TFVarsFile])
+	if err != nil {
+		return false, err.Error()
+	}
+	if st, err := state.Read(ctx, c, b.ns, tc.Status.StateSecretSuffix, state.DefaultLimits); err != nil || st.InputsHash != want {
+		return false, "the cluster's state does not hold its current inputs yet"
+	}
+	ok, why := ready(tc)
+	if ok && (tc.Status.ActiveJob != nil || tc.Status.LastRun == nil || tc.Status.LastRun.Job != lastJobOf(b.timeline, "TerraformCluster/"+b.name)) {
+		return false, "the cluster's re-apply has not been reported"
+	}
+	return ok, "TerraformCluster: " + why
+}
+
+// waitConverged waits for converged, failing the test with a dump.
+func (b *faultBringUp) waitConverged(ctx context.Context, timeout time.Duration) {
+	b.w.eventually(ctx, timeout, "the bring-up in "+b.ns+" to converge", func() (bool, string) { return b.converged(ctx) })
+}
+
+// checkEnd checks what the book promises once a bring-up converged, however
+// many managers it took: exactly the Jobs it predicts, each created once
+// (from the timeline's watch, so those of a killed manager count),
+// succeeded and booked once (bookkept, one JobSucceeded event, the owner's
+// status.lastRun naming its newest Job), no per-run Secret left, every run
+// lease given back, and a readable state holding the last apply's inputs
+// hash for every object.
+func (b *faultBringUp) checkEnd(ctx context.Context) {
+	b.checkEndWith(ctx, nil, nil)
+}
+
+// checkEndWith is checkEnd for a scenario that changes what the book
+// predicts: ops gives an owner's Jobs ("TerraformMachine/f-cp-0": "apply,
+// apply"; the others keep the bring-up's), and interrupted names the Jobs
+// the scenario stopped from outside, which may not succeed, are not booked
+// as successes, and whose name the next Job of the same inputs may reuse.
+//
+// A Job whose per-run Secret was never written (a manager that died
+// between the two creations) can never start: the book has it deleted as
+// stuck once a minute old and created again (StuckJobDeleted). Each such
+// deletion adds one Job of its owner and operation to what is expected.
+func (b *faultBringUp) checkEndWith(ctx context.Context, ops map[string]string, interrupted map[string]bool) {
+	t, c := b.w.t, b.w.c
+	want := map[string]string{"TerraformCluster/" + b.name: "apply,apply"}
+	for _, m := range b.machines {
+		want["TerraformMachine/"+m] = "apply"
+	}
+	for k, v := range ops {
+		want[k] = v
+	}
+	var evs eventsv1.EventList
+	if err := c.List(ctx, &evs, client.InNamespace(b.ns)); err != nil {
+		t.Fatal(err)
+	}
+	stuck := map[string]bool{}
+	for _, e := range evs.Items {
+		if e.Reason == infrav1.StuckJobDeletedEvent && e.Related != nil {
+			stuck[e.Related.Name] = true
+		}
+	}
+	wantCount := map[string]int{}
+	for owner, v := range want {
+		for _, op := range strings.Split(v, ",") {
+			wantCount[owner+" "+op]++
+		}
+	}
+	all := b.timeline.Jobs()
+	gotCount, byName := map[string]int{}, map[string]int{}
+	for _, j := range all {
+		gotCount[j.Owner+" "+j.Op]++
+		byName[j.Name]++
+		if !j.Succeeded && !interrupted[j.Name] && !stuck[j.Name] {
+			t.Errorf("Job %s (%s of %s) did not succeed", j.Name, j.Op, j.Owner)
+		}
+	}
+	for _, j := range all {
+		if stuck[j.Name] && byName[j.Name] > 1 {
+			wantCount[j.Owner+" "+j.Op]++
+			stuck[j.Name] = false // once per deletion
+		}
+	}
+	for k := range stuck {
+		stuck[k] = true
+	}
+	if len(stuck) > 0 {
+		t.Logf("Jobs deleted as stuck and created again: %v", stuck)
+	}
+	for k, n := range wantCount {
+		if gotCount[k] != n {
+			t.Errorf("%s: %d Jobs, want %d (every Job: %v)", k, gotCount[k], n, gotCount)
+		}
+	}
+	for k, n := range gotCount {
+		if wantCount[k] == 0 {
+			t.Errorf("%s: %d Jobs, want none", k, n)
+		}
+	}
+	for name, n := range byName {
+		if n > 1 && !interrupted[name] && !stuck[name] {
+			t.Errorf("Job %s was created %d times", name, n)
+		}
+	}
+
+	// Booked once: one JobSucceeded event per Job, every Job still there
+	// marked bookkept.
+	succeeded := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Reason == infrav1.JobSucceededEvent && e.Related != nil {
+			n := 1
+			if e.Series != nil {
+				n = int(e.Series.Count)
+			}
+			succeeded[e.Related.Name] += n
+		}
+	}
+	// Events are sent after the fact and a manager that dies may take
+	// unsent ones with it (Kubernetes events are best effort): at most one
+	// each. The booking itself is the bookkept mark and status.lastRun.
+	for name := range byName {
+		if interrupted[name] {
+			continue
+		}
+		if succeeded[name] > 1 {
+			t.Errorf("Job %s was booked %d times (JobSucceeded events), want once", name, succeeded[name])
+		}
+	}
+	var jl batchv1.JobList
+	if err := c.List(ctx, &jl, client.InNamespace(b.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jl.Items {
+		if j.Annotations[infrav1.BookkeptAnnotation] != "true" {
+			t.Errorf("Job %s is not marked bookkept", j.Name)
+		}
+	}
+
+	// Nothing left behind: no per-run Secret, no held run lease.
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.InNamespace(b.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		if strings.HasPrefix(s.Name, jobs.RunSecretPrefix) {
+			t.Errorf("per-run Secret %s is left behind", s.Name)
+		}
+	}
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(b.ns), client.MatchingLabels{infrav1.LeaseLabel: "run"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+			t.Errorf("run lease %s is still held by %s", l.Name, h)
+		}
+	}
+
+	// State intact: readable, with the inputs hash of the last apply.
+	owners := []infrav1.Workload{&infrav1.TerraformCluster{}}
+	keys := []string{b.name}
+	for _, m := range b.machines {
+		owners = append(owners, &infrav1.TerraformMachine{})
+		keys = append(keys, m)
+	}
+	for i, o := range owners {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: keys[i]}, o); err != nil {
+			t.Fatal(err)
+		}
+		ws := o.GetWorkspaceStatus()
+		if ws.LastRun == nil || ws.LastRun.Job != lastJobOf(b.timeline, kindOf(o)+"/"+keys[i]) {
+			t.Errorf("%s %s reports last run %+v, want its newest Job %s", kindOf(o), keys[i], ws.LastRun, lastJobOf(b.timeline, kindOf(o)+"/"+keys[i]))
+		}
+		st, err := state.Read(ctx, c, b.ns, ws.StateSecretSuffix, state.DefaultLimits)
+		if err != nil {
+			t.Errorf("the state of %s %s: %v", kindOf(o), keys[i], err)
+			continue
+		}
+		if st.InputsHash == "" || st.Serial == 0 {
+			t.Errorf("the state of %s %s has serial %d and inputs hash %q, want an applied state", kindOf(o), keys[i], st.Serial, st.InputsHash)
+		}
+	}
+}
+
+func kindOf(o infrav1.Workload) string { return string(o.GetWorkloadKind()) }
+
+// faultPoint is one point of the kill matrix: the manager killed right
+// after the at-th write of a site.
+type faultPoint struct {
+	site string
+	at   int
+}
+
+func siteCounts(ws []framework.Write) []string {
+	sites, n := framework.Sites(ws)
+	out := make([]string, len(sites))
+	for i, s := range sites {
+		out[i] = fmt.Sprintf("%s x%d", s, n[s])
+	}
+	return out
+}
+
+// runFaultChain brings up a cluster in namespace fault-<i> under a chain
+// of managers: each is killed right after the write of its point (sites
+// in the order the bring-up writes them; at counts that manager's own
+// writes), the next one starts fresh, and a last one finishes. The end
+// state is checked once, after the last. A chain costs one bring-up for
+// all its points.
+func runFaultChain(t *testing.T, i, cps, workers int, points []faultPoint) {
+	b := newFaultBringUp(t, i, cps, workers)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	defer b.stop()
+	for n, p := range points {
+		f := b.run(ctx, func(f *framework.Faults, cancel context.CancelFunc) {
+			f.KillSite, f.KillAt, f.Cancel = p.site, p.at, cancel
+		})
+		if n == 0 {
+			b.apply(ctx)
+		}
+		_, ok := framework.WaitFor(ctx, 10*time.Minute, func() (bool, string) {
+			if f.Killed() != nil {
+				return true, ""
+			}
+			ok, _ := b.converged(ctx)
+			return ok, ""
+		})
+		b.stop()
+		if !ok || f.Killed() == nil {
+			b.w.dump(ctx)
+			t.Fatalf("point %d: the manager was never killed after write %d of %q; the sites it wrote: %v", n, p.at, p.site, siteCounts(f.Writes()))
+		}
+		t.Logf("point %d: killed after %s", n, f.Killed())
+	}
+	b.run(ctx, nil)
+	b.waitConverged(ctx, 10*time.Minute)
+	b.checkEnd(ctx)
+}
+
+// faultChains are the sample of the kill matrix make test runs, as three
+// chains: the sites where a lost pass costs the most. Around Job creation:
+// the finalizer, the durable inputs, the run lease, the move block, the
+// Job and its per-run Secret (a manager dying between those two leaves a
+// Job that can never start, deleted as stuck and created again). Around
+// the bookkeeping of a finished Job: the digest pin and applied marker,
+// the per-run Secret deleted, the lease given back, the state adopted, the
+// endpoint and providerID latches, the JobSucceeded event, the bookkept
+// mark. And the re-apply once control_plane_initialized flips: the durable
+// inputs rewritten, the Job created. make chaos runs every site of the
+// reference bring-up on its own (TestFaultMatrix).
+var faultChains = [][]faultPoint{{
+	{"patch terraformclusters * finalizers", 1},
+	{"create secrets captf-inputs-c-*", 1},
+	{"patch secrets captf-inputs-c-* annotations[captf.io/applied],annotations[captf.io/image-digest]", 1},
+	{"update leases captf-run-#-c " + leaseLabels, 1},
+	{"patch jobs captf-c-*-apply-a1-# annotations[captf.io/bookkept]", 1},
+	{"patch secrets captf-inputs-c-* data", 1},
+}, {
+	{"patch terraformclusters/status * status", 2},
+	{"create leases captf-run-#-c", 1},
+	{"delete secrets captf-run-captf-c-*-apply-a1-#", 1},
+	{"patch secrets tfstate-default-#-c annotations[captf.io/inputs-hash]", 1},
+	{"patch terraformmachines * spec", 1},
+	{"create jobs captf-c-*-apply-a2-#", 1},
+}, {
+	{"patch terraformclusters * annotations[clusterctl.cluster.x-k8s.io/block-move]", 1},
+	{"create jobs captf-c-*-apply-a1-#", 1},
+	{"create secrets captf-run-captf-c-*-apply-a1-#", 1},
+	{"patch terraformclusters * annotations[captf.io/endpoint-source],annotations[clusterctl.cluster.x-k8s.io/block-move],spec", 1},
+	{"create events JobSucceeded", 1},
+	{"patch secrets captf-inputs-m-* annotations[captf.io/applied],annotations[captf.io/image-digest]", 1},
+}}
+
+// leaseLabels is what giving back a run lease writes besides its holder.
+const leaseLabels = "labels[captf.infrastructure.cluster.x-k8s.io/owner-kind],labels[captf.infrastructure.cluster.x-k8s.io/owner-name],labels[captf.io/lease],labels[captf.io/managed]"
+
+// TestFaultSample kills the managers of three one-machine bring-ups right
+// after each write of faultChains and lets a fresh manager finish each:
+// every chain converges with the three Jobs the book predicts (plus one
+// per Job deleted as stuck), none twice otherwise, each booked once,
+// nothing left behind.
+func TestFaultSample(t *testing.T) {
+	t.Parallel()
+	for i, chain := range faultChains {
+		t.Run(fmt.Sprintf("chain-%d", i), func(t *testing.T) {
+			t.Parallel()
+			t0 := time.Now()
+			runFaultChain(t, i, 1, 0, chain)
+			t.Logf("%d kill points in %v", len(chain), time.Since(t0).Round(time.Second))
+		})
+	}
+}
