@@ -176,22 +176,16 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		if err != nil {
 			return err
 		}
-		if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
-			return rerr
-		}
-		f.reportJobNameTaken(p, op, taken)
-		return nil
+		return f.giveBack(ctx, p, plan.Name, func() { f.reportJobNameTaken(p, op, taken) })
 	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			// The API server refuses this Job whatever the pass: give the
 			// leases back at once and say why.
-			if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
-				return rerr
-			}
-			f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
-			return nil
+			return f.giveBack(ctx, p, plan.Name, func() {
+				f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
+			})
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
@@ -203,11 +197,9 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		}
 		if why := jobs.NotOurs(existing, job); why != "" {
 			// Created between the check above and this create.
-			if rerr := f.releaseLeases(ctx, p, plan.Name); rerr != nil {
-				return rerr
-			}
-			f.reportJobNameTaken(p, op, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
-			return nil
+			return f.giveBack(ctx, p, plan.Name, func() {
+				f.reportJobNameTaken(p, op, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
+			})
 		}
 		job = existing
 	}
@@ -439,6 +431,16 @@ func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
 	}
 	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobInvalidReason, msg)
 	p.Requeue(decide.RequeueFixInput)
+}
+
+// giveBack releases the leases taken for Job job, which will not be
+// created, then reports why with report.
+func (f *Flow) giveBack(ctx context.Context, p *Pass, job string, report func()) error {
+	if err := f.releaseLeases(ctx, p, job); err != nil {
+		return err
+	}
+	report()
+	return nil
 }
 
 // runNameTaken reads, live, the Job and per-run Secret names of the run
