@@ -238,7 +238,16 @@ func TestApprovalsAndRestore(t *testing.T) {
 		c := cond(infrav1.StateReadableCondition)
 		return tc.DeletionTimestamp != nil && c.Reason == infrav1.StateLostReason, c.Reason
 	})
-	w.mustCaptf(ctx, operator, "abandon", ref, "-n", ns, "--yes")
+	// The manager still writes the deleting cluster's status; abandon
+	// refuses an object that changed since it read it, and the operator
+	// retries as its message says.
+	w.eventually(ctx, 2*time.Minute, "abandon to be accepted", func() (bool, string) {
+		_, stderr, err := w.captf(ctx, operator, "abandon", ref, "-n", ns, "--yes")
+		if err != nil && !strings.Contains(stderr, "changed since it was read") {
+			t.Fatalf("abandon: %v %q", err, stderr)
+		}
+		return err == nil, stderr
+	})
 	w.eventually(ctx, 2*time.Minute, "the abandoned cluster to go", func() (bool, string) {
 		err := w.c.Get(ctx, key, &infrav1.TerraformCluster{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
