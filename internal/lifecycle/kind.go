@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 )
@@ -41,6 +42,53 @@ func (p *Pass) ClusterExports(ctx context.Context) (json.RawMessage, *InputsOutc
 // must wait.
 func (p *Pass) Bootstrap(ctx context.Context, dataSecretName *string) ([]byte, string, *InputsOutcome, error) {
 	return p.flow.bootstrap(ctx, p, dataSecretName)
+}
+
+// MemberReads is what the inputs of a cluster's member (a machine or a
+// pool) read besides its owner: the cluster's exports and the owner's
+// bootstrap data.
+type MemberReads struct {
+	Exports         json.RawMessage
+	BootstrapData   []byte
+	BootstrapFormat string
+}
+
+// ReadMember reads what a member's inputs need, in the order it waits for
+// them: the Cluster's infrastructure provisioned, the cluster's exports,
+// the bootstrap data the owner names. When one is missing it records the
+// wait as the pass's inputs and returns false.
+func (p *Pass) ReadMember(ctx context.Context, dataSecretName *string) (MemberReads, bool, error) {
+	if !ClusterInfrastructureProvisioned(p.Cluster) {
+		p.Inputs = Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
+		return MemberReads{}, false, nil
+	}
+	exports, wait := p.ClusterExports(ctx)
+	if wait != nil {
+		p.Inputs = *wait
+		return MemberReads{}, false, nil
+	}
+	data, format, wait, err := p.Bootstrap(ctx, dataSecretName)
+	if wait != nil {
+		p.Inputs = *wait
+	}
+	if err != nil || wait != nil {
+		return MemberReads{}, false, err
+	}
+	return MemberReads{Exports: exports, BootstrapData: data, BootstrapFormat: format}, true, nil
+}
+
+// RenderInputs merges the object's variables for role with in and renders
+// them as the pass's inputs for image, or records why it must wait.
+func (p *Pass) RenderInputs(ctx context.Context, role contract.Role, image string, in inputs.RoleInputs) error {
+	vars, wait, err := p.Variables(ctx, role)
+	if wait != nil {
+		p.Inputs = *wait
+	}
+	if err != nil || wait != nil {
+		return err
+	}
+	p.Inputs, err = Render(image, in, vars)
+	return err
 }
 
 // event emits an event on the object (never a secret value in note).

@@ -6,10 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -71,31 +68,5 @@ func byOwnerLabels(kind infrav1.WorkloadKind) handler.MapFunc {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	}
-}
-
-// ByClusterName maps an object carrying the cluster-name label (or a
-// Cluster) to every object of the kind in its namespace with that label.
-func ByClusterName(c client.Client, kind infrav1.WorkloadKind) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[clusterv1.ClusterNameLabel]
-		if cl, ok := o.(*clusterv1.Cluster); ok {
-			name = cl.Name
-		}
-		if name == "" {
-			return nil
-		}
-		l := kind.NewList()
-		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-			return nil
-		}
-		var out []reconcile.Request
-		_ = meta.EachListItem(l, func(item runtime.Object) error {
-			if o, ok := item.(client.Object); ok {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
-			}
-			return nil
-		})
-		return out
 	}
 }

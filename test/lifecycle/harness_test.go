@@ -128,9 +128,9 @@ func (e *env) flowFor(obj client.Object) *lifecycle.Flow {
 	case *infrav1.TerraformCluster:
 		f.Adapter = &terraformcluster.Adapter{Client: k8s}
 	case *infrav1.TerraformMachine:
-		f.Adapter = &terraformmachine.Adapter{Client: k8s}
+		f.Adapter = terraformmachine.NewAdapter(k8s)
 	case *infrav1.TerraformMachinePool:
-		f.Adapter = &terraformmachinepool.Adapter{Client: k8s}
+		f.Adapter = terraformmachinepool.NewAdapter(k8s)
 	default:
 		e.t.Fatalf("no flow for %T", obj)
 	}

@@ -308,6 +308,34 @@ func TestLifecycle(t *testing.T) {
 		e.wantNoJob(mw.TM)
 	})
 
+	// reference-facts §1.3: a TerraformMachine that only a control plane
+	// owns so far (a non-controller ownerRef), or a TerraformMachinePool
+	// owned by something other than its MachinePool, is False with the
+	// kind's own wait; one with no owner at all is Unknown/WaitingForOwner.
+	t.Run("owner_waits_name_the_owner_kind", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedCluster("prod")
+		nonController := ownerRef(w.Cluster, "Cluster")
+		nonController.Controller = ptr.To(false)
+		cp := e.newMachine(w, "prod-cp-0", func(tm *infrav1.TerraformMachine) {
+			tm.OwnerReferences = []metav1.OwnerReference{nonController}
+		})
+		e.mustPass(cp.TM)
+		e.wantCondition(cp.TM, infrav1.DependenciesReadyCondition, metav1.ConditionFalse, infrav1.WaitingForOwnerMachineReason)
+		e.wantNoJob(cp.TM)
+		orphan := e.newMachine(w, "prod-md-0", func(tm *infrav1.TerraformMachine) { tm.OwnerReferences = nil })
+		e.mustPass(orphan.TM)
+		e.wantCondition(orphan.TM, infrav1.DependenciesReadyCondition, metav1.ConditionUnknown, infrav1.WaitingForOwnerReason)
+		e.wantNoJob(orphan.TM)
+		pool := e.newPool(w, "prod-mp-0", 1, func(tmp *infrav1.TerraformMachinePool) {
+			tmp.OwnerReferences = []metav1.OwnerReference{ownerRef(w.Cluster, "Cluster")}
+		})
+		e.mustPass(pool.TMP)
+		e.wantCondition(pool.TMP, infrav1.DependenciesReadyCondition, metav1.ConditionFalse, infrav1.WaitingForOwnerMachinePoolReason)
+		e.wantNoJob(pool.TMP)
+	})
+
 	t.Run("deleting_never_applied_drops_finalizer_at_once", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

@@ -87,15 +87,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		ClusterNetwork: inputs.NewClusterNetwork(net.Pods.CIDRBlocks, net.Services.CIDRBlocks,
 			net.ServiceDomain, net.APIServerPort),
 	}
-	vars, wait, err := p.Variables(ctx, contract.RoleCluster)
-	if err != nil || wait != nil {
-		if wait != nil {
-			p.Inputs = *wait
-		}
-		return err
-	}
-	p.Inputs, err = lifecycle.Render(tc.Spec.Source.Image, in, vars)
-	return err
+	return p.RenderInputs(ctx, contract.RoleCluster, tc.Spec.Source.Image, in)
 }
 
 func endpoint(e clusterv1.APIEndpoint) *contract.Endpoint {

@@ -35,9 +35,9 @@ func Watches(ctx context.Context, mgr ctrl.Manager, src watches.Sources) func(b 
 			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
 				util.ClusterToInfrastructureMapFunc(ctx, gvk, c, &infrav1.TerraformCluster{}))).
 			Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformCluster))).
+				watches.ByClusterName(c, infrav1.KindTerraformCluster))).
 			Watches(&infrav1.TerraformMachinePool{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformCluster)))
+				watches.ByClusterName(c, infrav1.KindTerraformCluster)))
 		b = watches.VariablesFrom(b, c, &infrav1.TerraformClusterList{}, src)
 		return watches.IdentityOfClusters(b, c, src)
 	}

@@ -2,12 +2,9 @@ package terraformmachine
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -17,46 +14,21 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
 )
 
-// Adapter is the TerraformMachine's part of the shared flow.
+// Adapter is the TerraformMachine's part of the shared flow; it finds its
+// Machine through lifecycle.MachineOwner.
 type Adapter struct {
-	Client client.Client
+	lifecycle.OwnedBy[*clusterv1.Machine]
 }
 
 var _ lifecycle.Adapter = &Adapter{}
 
+// NewAdapter returns the TerraformMachine adapter reading through c.
+func NewAdapter(c client.Client) *Adapter {
+	return &Adapter{lifecycle.OwnedBy[*clusterv1.Machine]{Client: c, Owner: lifecycle.MachineOwner}}
+}
+
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
-
-// machine is the owning Machine of the pass.
-func machine(p *lifecycle.Pass) *clusterv1.Machine {
-	m, _ := p.Owner.(*clusterv1.Machine)
-	return m
-}
-
-// LookupOwner finds the owning Machine, checks it points back, then finds
-// the Cluster by the cluster-name label and its TerraformCluster.
-func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
-	tm := p.Obj.(*infrav1.TerraformMachine)
-	m, err := util.GetOwnerMachine(ctx, a.Client, tm.ObjectMeta)
-	switch {
-	case apierrors.IsNotFound(err):
-		return &lifecycle.Wait{Reason: infrav1.OwnerNotFoundReason, Message: "the owning Machine is gone", False: true}, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to read the owning Machine: %w", err)
-	case m == nil:
-		for _, o := range tm.OwnerReferences {
-			if o.Controller == nil || !*o.Controller {
-				return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerMachineReason, Message: "waiting for the Machine to set its owner reference"}, nil
-			}
-		}
-		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a Machine to own this TerraformMachine"}, nil
-	}
-	if w := lifecycle.BackReference(tm, m, m.Spec.InfrastructureRef, m.Spec.ClusterName); w != nil {
-		return w, nil
-	}
-	p.Owner = m
-	return lifecycle.LookupCluster(ctx, a.Client, p, m.Spec.ClusterName)
-}
 
 // BuildInputs renders the machine role's inputs until the machine is
 // provisioned; afterwards a machine never re-renders.
@@ -66,47 +38,27 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		p.Inputs = lifecycle.InputsOutcome{Status: decide.InputsNotRendered}
 		return nil
 	}
-	m := machine(p)
+	m := a.OwnerOf(p)
 	if m == nil {
 		p.Inputs = lifecycle.Waiting(infrav1.WaitingForOwnerReason, "the owning Machine is not known")
 		return nil
 	}
-	if !lifecycle.ClusterInfrastructureProvisioned(p.Cluster) {
-		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
-		return nil
-	}
-	exports, wait := p.ClusterExports(ctx)
-	if wait != nil {
-		p.Inputs = *wait
-		return nil
-	}
-	data, format, wait, err := p.Bootstrap(ctx, m.Spec.Bootstrap.DataSecretName)
-	if err != nil || wait != nil {
-		if wait != nil {
-			p.Inputs = *wait
-		}
+	r, ok, err := p.ReadMember(ctx, m.Spec.Bootstrap.DataSecretName)
+	if !ok {
 		return err
 	}
 	_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
 	in := &inputs.MachineInputs{
 		Common:            p.Common(),
-		ClusterOutputs:    exports,
+		ClusterOutputs:    r.Exports,
 		MachineName:       m.Name,
-		BootstrapData:     data,
-		BootstrapFormat:   format,
+		BootstrapData:     r.BootstrapData,
+		BootstrapFormat:   r.BootstrapFormat,
 		FailureDomain:     m.Spec.FailureDomain,
 		KubernetesVersion: m.Spec.Version,
 		ControlPlane:      controlPlane,
 	}
-	vars, vwait, err := p.Variables(ctx, contract.RoleMachine)
-	if err != nil || vwait != nil {
-		if vwait != nil {
-			p.Inputs = *vwait
-		}
-		return err
-	}
-	p.Inputs, err = lifecycle.Render(tm.Spec.Source.Image, in, vars)
-	return err
+	return p.RenderInputs(ctx, contract.RoleMachine, tm.Spec.Source.Image, in)
 }
 
 // ObserveOutputs decodes the machine's outputs: the provider ID written
@@ -114,7 +66,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	tm := p.Obj.(*infrav1.TerraformMachine)
 	facts := contract.MachineFacts{ProviderID: tm.Spec.ProviderID, Undeclared: p.UndeclaredOutputs()}
-	if m := machine(p); m != nil && m.Spec.FailureDomain != "" {
+	if m := a.OwnerOf(p); m != nil && m.Spec.FailureDomain != "" {
 		fd := m.Spec.FailureDomain
 		facts.RequestedFailureDomain = &fd
 	}
@@ -151,7 +103,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 // asks for it.
 func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	tm := p.Obj.(*infrav1.TerraformMachine)
-	m := machine(p)
+	m := a.OwnerOf(p)
 	if m == nil || tm.Spec.Remediation == nil || tm.Spec.Remediation.AnnotateMachine == nil {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 // by the object, its Jobs and state, and by Watches.
 func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
-	f.Adapter = &Adapter{Client: mgr.GetClient()}
+	f.Adapter = NewAdapter(mgr.GetClient())
 	opts.Extra = Watches(mgr, src)
 	return f.Setup(ctx, mgr, opts)
 }
@@ -30,15 +30,6 @@ func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *bu
 	gvk := infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachine))
 	c := mgr.GetClient()
 	return func(b *builder.Builder) *builder.Builder {
-		b = b.
-			Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))).
-			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)),
-				builder.WithPredicates(watches.ClusterChangesForMembers())).
-			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachine)),
-				builder.WithPredicates(watches.TerraformClusterChangesForMembers()))
-		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachineList{}, src)
-		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachineList{}, src)
+		return watches.Members(b.Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))), c, infrav1.KindTerraformMachine, src)
 	}
 }

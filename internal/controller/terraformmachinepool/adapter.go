@@ -7,9 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -19,49 +17,27 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
 )
 
-// Adapter is the TerraformMachinePool's part of the shared flow.
+// Adapter is the TerraformMachinePool's part of the shared flow; it finds its
+// MachinePool through lifecycle.MachinePoolOwner.
 type Adapter struct {
-	Client client.Client
+	lifecycle.OwnedBy[*clusterv1.MachinePool]
 }
 
 var _ lifecycle.Adapter = &Adapter{}
 
+// NewAdapter returns the TerraformMachinePool adapter reading through c.
+func NewAdapter(c client.Client) *Adapter {
+	return &Adapter{lifecycle.OwnedBy[*clusterv1.MachinePool]{Client: c, Owner: lifecycle.MachinePoolOwner}}
+}
+
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
-
-func machinePool(p *lifecycle.Pass) *clusterv1.MachinePool {
-	mp, _ := p.Owner.(*clusterv1.MachinePool)
-	return mp
-}
-
-// LookupOwner finds the owning MachinePool, checks it points back, then the
-// Cluster and its TerraformCluster.
-func (a *Adapter) LookupOwner(ctx context.Context, p *lifecycle.Pass) (*lifecycle.Wait, error) {
-	tmp := p.Obj.(*infrav1.TerraformMachinePool)
-	mp, err := util.GetOwnerMachinePool(ctx, a.Client, tmp.ObjectMeta)
-	switch {
-	case apierrors.IsNotFound(err):
-		return &lifecycle.Wait{Reason: infrav1.OwnerNotFoundReason, Message: "the owning MachinePool is gone", False: true}, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to read the owning MachinePool: %w", err)
-	case mp == nil:
-		if len(tmp.OwnerReferences) > 0 {
-			return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerMachinePoolReason, Message: "waiting for the MachinePool to set its owner reference"}, nil
-		}
-		return &lifecycle.Wait{Reason: infrav1.WaitingForOwnerReason, Message: "waiting for a MachinePool to own this TerraformMachinePool"}, nil
-	}
-	if w := lifecycle.BackReference(tmp, mp, mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName); w != nil {
-		return w, nil
-	}
-	p.Owner = mp
-	return lifecycle.LookupCluster(ctx, a.Client, p, mp.Spec.ClusterName)
-}
 
 // BuildInputs renders the machinepool role's inputs, on every reconcile for
 // the pool's whole life.
 func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 	tmp := p.Obj.(*infrav1.TerraformMachinePool)
-	mp := machinePool(p)
+	mp := a.OwnerOf(p)
 	if mp == nil {
 		p.Inputs = lifecycle.Waiting(infrav1.WaitingForOwnerReason, "the owning MachinePool is not known")
 		return nil
@@ -69,20 +45,8 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 	auto := inputs.ParseAutoscaling(mp.Annotations)
 	c := autoscalingCondition(auto, mp.Annotations)
 	p.SetCondition(infrav1.AutoscalingActiveCondition, c.Status, c.Reason, c.Message)
-	if !lifecycle.ClusterInfrastructureProvisioned(p.Cluster) {
-		p.Inputs = lifecycle.Waiting(infrav1.WaitingForClusterInfrastructureReason, "waiting for the Cluster's infrastructure to be provisioned")
-		return nil
-	}
-	exports, wait := p.ClusterExports(ctx)
-	if wait != nil {
-		p.Inputs = *wait
-		return nil
-	}
-	data, format, wait, err := p.Bootstrap(ctx, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
-	if err != nil || wait != nil {
-		if wait != nil {
-			p.Inputs = *wait
-		}
+	r, ok, err := p.ReadMember(ctx, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+	if !ok {
 		return err
 	}
 	clusterFDs, wait := clusterFailureDomains(ctx, a.Client, p.TerraformCluster)
@@ -92,26 +56,18 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 	}
 	in := &inputs.MachinePoolInputs{
 		Common:                p.Common(),
-		ClusterOutputs:        exports,
+		ClusterOutputs:        r.Exports,
 		MachinePoolName:       mp.Name,
 		Replicas:              inputs.PoolReplicas(auto.Autoscaling, mp.Spec.Replicas, tmp.Status.Replicas),
-		BootstrapData:         data,
-		BootstrapFormat:       format,
+		BootstrapData:         r.BootstrapData,
+		BootstrapFormat:       r.BootstrapFormat,
 		NodeLabels:            mp.Spec.Template.ObjectMeta.Labels,
 		FailureDomains:        mp.Spec.FailureDomains,
 		ClusterFailureDomains: clusterFDs,
 		KubernetesVersion:     mp.Spec.Template.Spec.Version,
 		Autoscaling:           auto.Autoscaling,
 	}
-	vars, vwait, err := p.Variables(ctx, contract.RoleMachinePool)
-	if err != nil || vwait != nil {
-		if vwait != nil {
-			p.Inputs = *vwait
-		}
-		return err
-	}
-	p.Inputs, err = lifecycle.Render(tmp.Spec.Source.Image, in, vars)
-	return err
+	return p.RenderInputs(ctx, contract.RoleMachinePool, tmp.Spec.Source.Image, in)
 }
 
 // ObserveOutputs decodes the pool's outputs: provider IDs, replicas,
@@ -163,7 +119,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 // the claim back when autoscaling is off again.
 func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	tmp := p.Obj.(*infrav1.TerraformMachinePool)
-	mp := machinePool(p)
+	mp := a.OwnerOf(p)
 	if mp == nil || !tmp.DeletionTimestamp.IsZero() {
 		return nil
 	}

@@ -19,7 +19,7 @@ import (
 // woken by the object, its Jobs and state, and by Watches.
 func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts lifecycle.ControllerOptions, src watches.Sources) error {
 	f := &flow
-	f.Adapter = &Adapter{Client: mgr.GetClient()}
+	f.Adapter = NewAdapter(mgr.GetClient())
 	opts.Extra = Watches(mgr, src)
 	return f.Setup(ctx, mgr, opts)
 }
@@ -30,16 +30,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, flow lifecycle.Flow, opts life
 func Watches(mgr ctrl.Manager, src watches.Sources) func(b *builder.Builder) *builder.Builder {
 	c := mgr.GetClient()
 	return func(b *builder.Builder) *builder.Builder {
-		b = b.
-			Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInfrastructure)).
-			Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachinePool)),
-				builder.WithPredicates(watches.ClusterChangesForMembers())).
-			Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(
-				lifecycle.ByClusterName(c, infrav1.KindTerraformMachinePool)),
-				builder.WithPredicates(watches.TerraformClusterChangesForMembers()))
-		b = watches.VariablesFrom(b, c, &infrav1.TerraformMachinePoolList{}, src)
-		return watches.IdentityOfMembers(b, c, &infrav1.TerraformMachinePoolList{}, src)
+		return watches.Members(b.Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInfrastructure)), c, infrav1.KindTerraformMachinePool, src)
 	}
 }
 
