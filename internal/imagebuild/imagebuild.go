@@ -3,6 +3,7 @@ package imagebuild
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -105,14 +107,19 @@ func Build(spec Spec) (v1.Image, error) {
 
 // newLayer returns a gzip OCI layer whose tar stream is generated from the
 // entries each time it is read; the compressed bytes are kept after the
-// first pass so a layer is compressed once.
+// first pass so a layer is compressed once. A layer with host files is
+// built once per process for the same entries and files (layers).
 func newLayer(l Layer) (v1.Layer, error) {
 	entries, err := withParents(l)
 	if err != nil {
 		return nil, err
 	}
+	key := sha256.New()
+	sources := false
 	for _, e := range entries {
+		fmt.Fprintf(key, "%q %d %d %d %q %x", e.Path, e.Mode, e.UID, e.GID, e.Linkname, sha256.Sum256(e.Data))
 		if e.Source == "" {
+			fmt.Fprintln(key)
 			continue
 		}
 		fi, err := os.Stat(e.Source)
@@ -122,7 +129,16 @@ func newLayer(l Layer) (v1.Layer, error) {
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("%s: source %s is not a regular file", e.Path, e.Source)
 		}
+		sources = true
+		fmt.Fprintf(key, " %q %d %d\n", e.Source, fi.Size(), fi.ModTime().UnixNano())
 	}
+	if !sources {
+		return compressedLayer(entries)
+	}
+	return layers.get(string(key.Sum(nil)), func() (v1.Layer, error) { return compressedLayer(entries) })
+}
+
+func compressedLayer(entries []Entry) (v1.Layer, error) {
 	opener := func() (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTar(pw, entries)) }()
@@ -132,6 +148,31 @@ func newLayer(l Layer) (v1.Layer, error) {
 		tarball.WithMediaType(types.OCILayer),
 		tarball.WithCompressionLevel(gzip.BestSpeed),
 		tarball.WithCompressedCaching)
+}
+
+// layerMemo keeps the layers built from host files by a key of their
+// entries and of each file's path, size and modification time, so images
+// that share a layer (the runtime of the three module images, say)
+// compress it once per process.
+type layerMemo struct {
+	mu sync.Mutex
+	m  map[string]v1.Layer
+}
+
+var layers = &layerMemo{m: map[string]v1.Layer{}}
+
+func (c *layerMemo) get(key string, build func() (v1.Layer, error)) (v1.Layer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.m[key]; ok {
+		return l, nil
+	}
+	l, err := build()
+	if err != nil {
+		return nil, err
+	}
+	c.m[key] = l
+	return l, nil
 }
 
 // withParents cleans the entries' paths, checks them and prepends every

@@ -372,3 +372,38 @@ func TestModuleImage_Errors(t *testing.T) {
 		}
 	}
 }
+
+// The three module images of a release share their runtime layer: it is
+// compressed once per process, and a changed host file is a new layer.
+func TestLayersFromTheSameFilesAreBuiltOnce(t *testing.T) {
+	dir := t.TempDir()
+	runtime := filepath.Join(dir, "tofu")
+	if err := os.WriteFile(runtime, []byte("#!/bin/sh\necho one\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	layerOf := func(role contract.Role) v1.Layer {
+		t.Helper()
+		img, err := ModuleImage{Role: role, ModuleDir: repoModule(t, role), Runtime: runtime,
+			RuntimeName: contract.RuntimeTofu, RuntimeVersion: "1.12.6", EmptyProviders: true}.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls[0]
+	}
+	first := layerOf(contract.RoleMachine)
+	if again := layerOf(contract.RoleCluster); again != first {
+		t.Error("a second image with the same runtime built its runtime layer again")
+	}
+	before, _ := first.Digest()
+	if err := os.WriteFile(runtime, []byte("#!/bin/sh\necho two, longer\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	changed := layerOf(contract.RoleMachine)
+	if after, _ := changed.Digest(); changed == first || after == before {
+		t.Errorf("a changed runtime kept the old layer %s", before)
+	}
+}
