@@ -74,8 +74,12 @@ tools: ## Build (once per machine) every pinned third-party binary.
 	$(TOOLS) all > /dev/null
 
 .PHONY: test
+# The longest packages are named first so that go test starts them as soon
+# as they are built, while the short ones share the other core.
+LONGEST_TESTS := ./test/e2e ./test/lifecycle ./test/scale
+
 test: tools ## Run every test, end-to-end included.
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $(LONGEST_TESTS) ./...
 
 .PHONY: scale
 scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) and rewrite docs/book/operator-guide/scale.md.
