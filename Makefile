@@ -134,6 +134,13 @@ docker-build: ## Build the manager image $(IMG) into the OCI layout _out/images/
 docker-push: ## Build and push the manager image to $(IMG) (no container engine).
 	go run ./hack/manager-image --image $(IMG) --version $(VERSION)
 
+# The platforms docker-buildx builds, as docker buildx --platform takes them.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: ## Build the manager image for each of PLATFORMS and push them to $(IMG) as one multi-platform index (no container engine).
+	go run ./hack/manager-image --image $(IMG) --version $(VERSION) --platforms $(PLATFORMS)
+
 ##@ tfcapi-lint
 
 LINT_PKG := github.com/captf-io/cluster-api-provider-terraform/internal/lint

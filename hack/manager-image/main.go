@@ -6,6 +6,10 @@
 //	go run ./hack/manager-image --registry 127.0.0.1:5000/captf --tag dev
 //	go run ./hack/manager-image --layout-dir _out/images --tag v0.1.0 --version v0.1.0
 //	go run ./hack/manager-image --image registry.example.com/you/cluster-api-provider-terraform:v0.1.0
+//	go run ./hack/manager-image --image registry.example.com/you/cluster-api-provider-terraform:v0.1.0 --platforms linux/amd64,linux/arm64
+//
+// With --platforms the binaries are cross-compiled for each platform and
+// the result is one multi-platform image index, as docker buildx pushes.
 package main
 
 import (
@@ -17,6 +21,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup/managerimage"
@@ -31,6 +38,7 @@ func main() {
 		tag       string
 		image     string
 		insecure  bool
+		platforms string
 	)
 	flag.StringVar(&registry, "registry", "", "push to <registry>/manager:<tag> (for example 127.0.0.1:5000/captf)")
 	flag.StringVar(&layoutDir, "layout-dir", "", "write to the OCI layout <dir>/manager under the reference name <tag>")
@@ -38,6 +46,7 @@ func main() {
 	flag.StringVar(&image, "image", "", "push to this exact reference (host/path/name:tag), as make docker-push IMG= does")
 	flag.BoolVar(&insecure, "insecure", false, "use plain HTTP for a registry that is neither loopback nor private")
 	flag.StringVar(&o.Arch, "arch", runtime.GOARCH, "GOARCH of the binaries and the image")
+	flag.StringVar(&platforms, "platforms", "", "build one image per platform of this comma-separated list (linux/amd64,linux/arm64) into a multi-platform index; --arch is then ignored")
 	flag.StringVar(&o.Version, "version", "", "version stamped into the binaries and the org.opencontainers.image.version label")
 	flag.StringVar(&o.Commit, "commit", "", "commit stamped into the manager and the org.opencontainers.image.revision label")
 	flag.StringVar(&o.Source, "source", "", "org.opencontainers.image.source label")
@@ -49,28 +58,48 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o, registry, layoutDir, tag, image, insecure); err != nil {
+	if err := run(ctx, o, registry, layoutDir, tag, image, platforms, insecure); err != nil {
 		fmt.Fprintf(os.Stderr, "manager-image: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag, image string, insecure bool) error {
+func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag, image, platforms string, insecure bool) error {
 	if registry == "" && layoutDir == "" && image == "" {
 		return errors.New("nothing to do: set --registry, --image, --layout-dir or a combination")
+	}
+	var archs []string
+	if platforms != "" {
+		var err error
+		if archs, err = managerimage.ParsePlatforms(platforms); err != nil {
+			return err
+		}
 	}
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
 	}
 	o.RepoRoot = root
-	img, err := managerimage.Build(ctx, o)
+	var (
+		img v1.Image
+		idx v1.ImageIndex
+	)
+	if archs != nil {
+		idx, err = managerimage.BuildIndex(ctx, o, archs)
+	} else {
+		img, err = managerimage.Build(ctx, o)
+	}
 	if err != nil {
 		return err
 	}
 	if layoutDir != "" {
 		dir := filepath.Join(layoutDir, "manager")
-		d, err := imagebuild.WriteLayout(dir, tag, img)
+		var d v1.Hash
+		if idx != nil {
+			d, err = imagebuild.WriteIndexLayout(dir, tag, idx)
+		} else {
+			d, err = imagebuild.WriteLayout(dir, tag, img)
+		}
 		if err != nil {
 			return err
 		}
@@ -84,7 +113,12 @@ func run(ctx context.Context, o managerimage.Options, registry, layoutDir, tag, 
 		refs = append(refs, image)
 	}
 	for _, ref := range refs {
-		d, err := imagebuild.Push(ctx, ref, img, insecure)
+		var d name.Digest
+		if idx != nil {
+			d, err = imagebuild.PushIndex(ctx, ref, idx, insecure)
+		} else {
+			d, err = imagebuild.Push(ctx, ref, img, insecure)
+		}
 		if err != nil {
 			return err
 		}

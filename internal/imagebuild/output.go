@@ -23,24 +23,48 @@ const RefNameAnnotation = "org.opencontainers.image.ref.name"
 // replacing an image already stored under that name. It returns the image
 // digest.
 func WriteLayout(dir, refName string, img v1.Image) (v1.Hash, error) {
-	p, err := layout.FromPath(dir)
+	p, err := openLayout(dir)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return v1.Hash{}, fmt.Errorf("open OCI layout %s: %w", dir, err)
-		}
-		// No index.json: only a missing or empty directory becomes a layout.
-		if entries, rerr := os.ReadDir(dir); rerr == nil && len(entries) > 0 {
-			return v1.Hash{}, fmt.Errorf("%s is neither empty nor an OCI image layout", dir)
-		}
-		if p, err = layout.Write(dir, empty.Index); err != nil {
-			return v1.Hash{}, fmt.Errorf("create OCI layout %s: %w", dir, err)
-		}
+		return v1.Hash{}, err
 	}
 	if err := p.ReplaceImage(img, match.Annotation(RefNameAnnotation, refName),
 		layout.WithAnnotations(map[string]string{RefNameAnnotation: refName})); err != nil {
 		return v1.Hash{}, fmt.Errorf("write image to %s: %w", dir, err)
 	}
 	return img.Digest()
+}
+
+// WriteIndexLayout is WriteLayout for a multi-platform image index.
+func WriteIndexLayout(dir, refName string, idx v1.ImageIndex) (v1.Hash, error) {
+	p, err := openLayout(dir)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := p.ReplaceIndex(idx, match.Annotation(RefNameAnnotation, refName),
+		layout.WithAnnotations(map[string]string{RefNameAnnotation: refName})); err != nil {
+		return v1.Hash{}, fmt.Errorf("write image index to %s: %w", dir, err)
+	}
+	return idx.Digest()
+}
+
+// openLayout opens the OCI image layout at dir, creating it when dir is
+// missing or empty.
+func openLayout(dir string) (layout.Path, error) {
+	p, err := layout.FromPath(dir)
+	if err == nil {
+		return p, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("open OCI layout %s: %w", dir, err)
+	}
+	// No index.json: only a missing or empty directory becomes a layout.
+	if entries, rerr := os.ReadDir(dir); rerr == nil && len(entries) > 0 {
+		return "", fmt.Errorf("%s is neither empty nor an OCI image layout", dir)
+	}
+	if p, err = layout.Write(dir, empty.Index); err != nil {
+		return "", fmt.Errorf("create OCI layout %s: %w", dir, err)
+	}
+	return p, nil
 }
 
 // ReadLayout returns the image stored under refName in the OCI image layout
@@ -83,6 +107,27 @@ func Push(ctx context.Context, ref string, img v1.Image, insecure bool, opts ...
 		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
 	}
 	h, err := img.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return r.Context().Digest(h.String()), nil
+}
+
+// PushIndex is Push for a multi-platform image index: every platform's
+// image, then the index under ref.
+func PushIndex(ctx context.Context, ref string, idx v1.ImageIndex, insecure bool, opts ...remote.Option) (name.Digest, error) {
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	r, err := name.ParseReference(ref, nopts...)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	if err := remote.WriteIndex(r, idx, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	h, err := idx.Digest()
 	if err != nil {
 		return name.Digest{}, err
 	}

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,17 +33,28 @@ import (
 // written into the TerraformClusterTemplate's spec.template.spec.variables),
 // then cluster-template-clusterclass.yaml with three control-plane machines
 // (the class's control plane rolls out with maxSurge 0, which
-// KubeadmControlPlane allows from three replicas) and no workers. Without a
-// real control plane only the first control-plane machine is created, and
-// a worker would never get bootstrap data.
+// KubeadmControlPlane allows from three replicas) and one worker.
+//
+// The workload cluster Cluster API's controllers reach is this
+// environment's own API server (reachWorkload): enough for
+// KubeadmControlPlane to find kubeadm's kubeadm-config ConfigMap and report
+// the control plane initialized, and for the kubeadm bootstrap provider to
+// write a worker's join bootstrap token, so the worker gets bootstrap data.
+// No Node ever registers for a machine, so KubeadmControlPlane creates only
+// the first control-plane machine: its preflight checks wait for every
+// control-plane Machine's Node (status.nodeRef) and static pods before it
+// creates another one, for a scale up and for a rollout alike.
 //
 //   - The topology controller clones the templates; the TerraformCluster
 //     carries clusterImage and identityName (also as defaults.identityRef),
-//     the patched module variable reaches its tfvars, and it and the
-//     control-plane TerraformMachine reach Ready.
+//     the patched module variable reaches its tfvars, and it, the
+//     control-plane TerraformMachine and the worker's reach Ready.
 //   - Changing machineImage makes the topology controller create a new
 //     TerraformMachineTemplate with the new image and roll the control plane
-//     and the MachineDeployment onto it.
+//     and the MachineDeployment onto it; the MachineDeployment's new worker
+//     TerraformMachine runs the new image and reaches Ready. (Its old worker
+//     stays: a MachineDeployment deletes it only once the new Machine is
+//     available, which needs a Node.)
 func TestClusterClassFlavor(t *testing.T) {
 	t.Parallel()
 	const ns, name = "team-cc", "cc"
@@ -63,9 +78,10 @@ func TestClusterClassFlavor(t *testing.T) {
 		}
 		w.create(ctx, o)
 	}
+	w.reachWorkload(ctx, ns, name)
 	objs, err := framework.Template(root(t), "cluster-template-clusterclass.yaml", map[string]string{
 		"CLUSTER_NAME": name, "NAMESPACE": ns, "KUBERNETES_VERSION": "v1.36.3",
-		"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "0",
+		"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "1",
 		"TERRAFORM_CLUSTER_IMAGE": w.images.Cluster, "TERRAFORM_MACHINE_IMAGE": w.images.Machine,
 		"TERRAFORM_IDENTITY_NAME": w.identity,
 	})
@@ -79,6 +95,14 @@ func TestClusterClassFlavor(t *testing.T) {
 			if err := unstructured.SetNestedSlice(o.Object, vars, "spec", "topology", "variables"); err != nil {
 				t.Fatal(err)
 			}
+			// The worker's MachineSet would wait for a stable control
+			// plane, which needs Nodes.
+			mds, _, _ := unstructured.NestedSlice(o.Object, "spec", "topology", "workers", "machineDeployments")
+			mds[0].(map[string]any)["metadata"] = map[string]any{"annotations": map[string]any{
+				clusterv1.MachineSetSkipPreflightChecksAnnotation: "All"}}
+			if err := unstructured.SetNestedSlice(o.Object, mds, "spec", "topology", "workers", "machineDeployments"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Cluster API's webhook refuses a Cluster until its class is
 		// reconciled.
@@ -90,9 +114,8 @@ func TestClusterClassFlavor(t *testing.T) {
 
 	tc := &infrav1.TerraformCluster{}
 	tm := &infrav1.TerraformMachine{}
-	w.eventually(ctx, 8*time.Minute, "the topology's TerraformCluster and control-plane TerraformMachine to be Ready", func() (bool, string) {
+	w.eventually(ctx, 8*time.Minute, "the topology's TerraformCluster, control-plane TerraformMachine and worker TerraformMachine to be Ready", func() (bool, string) {
 		var tcs infrav1.TerraformClusterList
-		var tms infrav1.TerraformMachineList
 		cl := &clusterv1.Cluster{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
 			return false, err.Error()
@@ -106,12 +129,14 @@ func TestClusterClassFlavor(t *testing.T) {
 		}
 		*tc = tcs.Items[0]
 		okC, whyC := ready(tc)
-		if err := w.c.List(ctx, &tms, client.InNamespace(ns), sel); err != nil || len(tms.Items) != 1 {
-			return false, fmt.Sprintf("%sTerraformCluster %s; TerraformMachines %d, %v", cluster, whyC, len(tms.Items), err)
+		cps, workers, err := w.clusterMachines(ctx, ns, name)
+		if err != nil || len(cps) != 1 {
+			return false, fmt.Sprintf("%sTerraformCluster %s; control-plane TerraformMachines %d, %v", cluster, whyC, len(cps), err)
 		}
-		*tm = tms.Items[0]
+		*tm = cps[0]
 		okM, whyM := ready(tm)
-		return okC && okM, cluster + "TerraformCluster " + whyC + "; TerraformMachine " + whyM
+		okW, whyW := readyOn(workers, w.images.Machine)
+		return okC && okM && okW, cluster + "TerraformCluster " + whyC + "; control-plane TerraformMachine " + whyM + "; workers: " + whyW
 	})
 	if tc.Spec.Source.Image != w.images.Cluster || tc.Spec.IdentityRef == nil || tc.Spec.IdentityRef.Name != w.identity ||
 		tc.Spec.Defaults == nil || tc.Spec.Defaults.IdentityRef == nil || tc.Spec.Defaults.IdentityRef.Name != w.identity {
@@ -136,7 +161,9 @@ func TestClusterClassFlavor(t *testing.T) {
 	// machineImage changes: the topology controller creates a new
 	// TerraformMachineTemplate and rolls the control plane and the
 	// MachineDeployment onto it.
-	next := w.images.Machine + "-rollout"
+	// A different image: the no-op machine image with another version label.
+	next := w.pushWithLabels(ctx, w.images.Machine, strings.TrimPrefix(w.images.Machine, w.e.Registry+"/")+"-rollout",
+		map[string]string{contract.LabelVersion: "v0.1.1"})
 	cluster := &clusterv1.Cluster{}
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
@@ -172,6 +199,89 @@ func TestClusterClassFlavor(t *testing.T) {
 		md := image(mds.Items[0].Spec.Template.Spec.InfrastructureRef.Name)
 		return cp == next && md == next, fmt.Sprintf("control plane template image %q, MachineDeployment template image %q", cp, md)
 	})
+	w.eventually(ctx, 6*time.Minute, "the MachineDeployment's new worker TerraformMachine to be Ready on the new image", func() (bool, string) {
+		_, workers, err := w.clusterMachines(ctx, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return readyOn(workers, next)
+	})
+
+	// What holds the control plane back: KubeadmControlPlane's own account.
+	var kcps controlplanev1.KubeadmControlPlaneList
+	if err := w.c.List(ctx, &kcps, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil || len(kcps.Items) != 1 {
+		t.Fatalf("KubeadmControlPlanes %d, %v", len(kcps.Items), err)
+	}
+	kcp := &kcps.Items[0]
+	if !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false) {
+		t.Errorf("KubeadmControlPlane status.initialization.controlPlaneInitialized unset with the workload cluster reachable")
+	}
+	for _, typ := range []string{controlplanev1.KubeadmControlPlaneRollingOutCondition, controlplanev1.KubeadmControlPlaneScalingUpCondition} {
+		c := conditionOf(kcp, typ)
+		t.Logf("KubeadmControlPlane %s=%s/%s: %s", typ, c.Status, c.Reason, c.Message)
+	}
+	var jobs batchv1.JobList
+	if err := w.c.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		t.Logf("Job %s (%s %s)", j.Name, j.Labels[infrav1.OwnerKindLabel], j.Labels[infrav1.OpLabel])
+	}
+}
+
+// reachWorkload makes this environment's API server the workload cluster
+// of Cluster ns/name for Cluster API's controllers: the Cluster's
+// kubeconfig Secret, written before the Cluster (KubeadmControlPlane then
+// uses it as it is), holds the environment's admin kubeconfig, and
+// kube-system holds the kubeadm-config ConfigMap kubeadm init writes, by
+// which KubeadmControlPlane knows the control plane initialized.
+func (w *world) reachWorkload(ctx context.Context, ns, name string) {
+	w.t.Helper()
+	kc, err := os.ReadFile(w.e.KubeconfigPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.create(ctx,
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Type:       clusterv1.ClusterSecretType,
+			Data:       map[string][]byte{"value": kc},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: metav1.NamespaceSystem},
+			Data: map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\n" +
+				"kind: ClusterConfiguration\nkubernetesVersion: v1.36.3\n"},
+		})
+}
+
+// clusterMachines lists the TerraformMachines of Cluster ns/name: the
+// control plane's and the workers'.
+func (w *world) clusterMachines(ctx context.Context, ns, name string) (cps, workers []infrav1.TerraformMachine, err error) {
+	var tms infrav1.TerraformMachineList
+	if err := w.c.List(ctx, &tms, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+		return nil, nil, err
+	}
+	for _, m := range tms.Items {
+		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+			cps = append(cps, m)
+		} else {
+			workers = append(workers, m)
+		}
+	}
+	return cps, workers, nil
+}
+
+// readyOn: one of machines runs image and is Ready.
+func readyOn(machines []infrav1.TerraformMachine, image string) (bool, string) {
+	var why []string
+	for i := range machines {
+		ok, r := ready(&machines[i])
+		if ok && machines[i].Spec.Source.Image == image {
+			return true, ""
+		}
+		why = append(why, fmt.Sprintf("%s on %s: %s", machines[i].Name, machines[i].Spec.Source.Image, r))
+	}
+	return false, fmt.Sprintf("none of %d Ready on %s (%s)", len(machines), image, strings.Join(why, "; "))
 }
 
 // addTeamPatch adds the book's module-variable patch (Templates and

@@ -8,9 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
@@ -137,4 +141,87 @@ func defaults(o Options) Options {
 		o.OutputDir = filepath.Join(o.RepoRoot, "bin", "linux-"+o.Arch)
 	}
 	return o
+}
+
+// Architectures are the GOARCH values an image index may carry (linux
+// only).
+var Architectures = []string{"amd64", "arm64", "s390x", "ppc64le", "riscv64", "386"}
+
+// ParsePlatforms parses a comma-separated list of linux/<arch> platforms
+// (for example "linux/amd64,linux/arm64", as docker buildx takes them) into
+// architectures, in order and each once.
+func ParsePlatforms(s string) ([]string, error) {
+	var archs []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		parts := strings.Split(p, "/")
+		if len(parts) != 2 || parts[0] != "linux" {
+			return nil, fmt.Errorf("platform %q: want linux/<arch> (the manager runs on linux; variants are not supported)", p)
+		}
+		if !slices.Contains(Architectures, parts[1]) {
+			return nil, fmt.Errorf("platform %q: architecture %q is not one of %s", p, parts[1], strings.Join(Architectures, ", "))
+		}
+		if slices.Contains(archs, parts[1]) {
+			return nil, fmt.Errorf("platform %q is listed twice", p)
+		}
+		archs = append(archs, parts[1])
+	}
+	if len(archs) == 0 {
+		return nil, fmt.Errorf("no platform in %q", s)
+	}
+	return archs, nil
+}
+
+// BuildIndex compiles the binaries for each architecture (each into
+// OutputDir/linux-<arch>, or <RepoRoot>/bin/linux-<arch>) and returns the
+// multi-platform image index holding one image per architecture.
+func BuildIndex(ctx context.Context, o Options, archs []string) (v1.ImageIndex, error) {
+	images := make([]v1.Image, 0, len(archs))
+	for _, arch := range archs {
+		oa := o
+		oa.Arch = arch
+		if o.OutputDir != "" {
+			oa.OutputDir = filepath.Join(o.OutputDir, "linux-"+arch)
+		}
+		img, err := Build(ctx, oa)
+		if err != nil {
+			return nil, fmt.Errorf("linux/%s: %w", arch, err)
+		}
+		images = append(images, img)
+	}
+	return Index(images...)
+}
+
+// Index puts images into one OCI image index, each under the platform its
+// config names, in the order given; two images of the same platform are an
+// error.
+func Index(images ...v1.Image) (v1.ImageIndex, error) {
+	var adds []mutate.IndexAddendum
+	seen := map[string]bool{}
+	for _, img := range images {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("failed to read an image's config: %w", err)
+		}
+		p := cf.Platform()
+		if p == nil || p.OS == "" || p.Architecture == "" {
+			return nil, fmt.Errorf("an image has no platform in its config")
+		}
+		if seen[p.String()] {
+			return nil, fmt.Errorf("two images for platform %s", p)
+		}
+		seen[p.String()] = true
+		mt, err := img.MediaType()
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: mt, Platform: p}})
+	}
+	if len(adds) == 0 {
+		return nil, fmt.Errorf("no image to index")
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
 }
