@@ -33,11 +33,11 @@ import (
 // ForceUnlocked event, and the machine comes up. Jobs: the cluster's apply
 // and re-apply, two applies of the machine.
 //
-// It runs in make chaos only, and fails today: a runner killed during
-// init, while the backend holds the lock it takes to create the
-// workspace, leaves a state Secret without its tfstate key; CAPTF reports
-// StateReadable False and starts no Job, so the stale lock is never
-// reached.
+// The first lock a runner takes is the one init takes to write the first
+// state; a runner killed then leaves no state Secret, or one without its
+// tfstate key (no state, as the backend reads it too), and a lock the next
+// init would need: the manager clears it itself before the next Job. It
+// runs in make chaos only.
 func TestFaultRunnerKilledHoldingLock(t *testing.T) {
 	t.Parallel()
 	b := newFaultBringUp(t, 43, 1, 0)
