@@ -56,7 +56,7 @@ func TestStart_APIServerOnlyServesWithAdminKubeconfig(t *testing.T) {
 	// The fault scenarios restart the API server and stop and start etcd:
 	// the same clients go on, and nothing stored is lost.
 	apiPid := cp.APIServer.Pid()
-	if err := cp.RestartAPIServer(ctx, 10*time.Second); err != nil {
+	if err := cp.RestartAPIServer(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if cp.APIServer.Pid() == apiPid {
@@ -65,10 +65,10 @@ func TestStart_APIServerOnlyServesWithAdminKubeconfig(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("after the API server restarted: %v", err)
 	}
-	if err := cp.StopEtcd(10 * time.Second); err != nil {
+	if err := cp.StopEtcd(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
 	_, err = cs.CoreV1().Namespaces().Create(short, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, metav1.CreateOptions{})
 	cancelShort()
 	if err == nil {
