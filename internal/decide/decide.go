@@ -200,18 +200,17 @@ func (d *decider) destroyed() bool {
 }
 
 // stateLost: an object that counts as applied has no state, or (a
-// TerraformMachine) its state lost the inputs hash every successful apply
-// records.
+// TerraformMachine) an apply of it succeeded and its state lost the inputs
+// hash every successful apply records. A machine whose first applies only
+// failed has a state without the hash, backed up like any new serial, and
+// retries (Retries and Backoff: StateWithoutInputsHash).
 func (d *decider) stateLost() bool {
 	o := d.o
-	applied := o.EverApplied || o.Provisioned
 	switch {
-	case !applied:
-		return false
 	case o.State == StateNotFound:
-		return true
+		return o.EverApplied || o.Provisioned
 	case o.Kind == v1alpha1.KindTerraformMachine && o.State == StateRead && o.StateInputsHash == "":
-		return true
+		return o.SucceededApply || o.Provisioned
 	}
 	return false
 }

@@ -323,6 +323,25 @@ func TestDecideOrder(t *testing.T) {
 					t.Fatalf("attempt %d", p.Attempt)
 				}
 			})},
+		// Retries and Backoff: a machine's state without the inputs hash
+		// retries its first apply; the backup every new serial gets (the
+		// failed apply's state, or the empty one init wrote) is no sign of
+		// a successful apply.
+		{name: "order/4_machine_state_without_inputs_hash_and_only_a_backup_retries_its_first_apply", kind: v1alpha1.KindTerraformMachine,
+			mut: func(o *Observation) {
+				noState(o)
+				o.State = StateRead
+				o.EverApplied = true
+				o.Jobs = []JobRecord{failedApply(1, 5*time.Minute)}
+			},
+			op: OpApply, reason: ReasonStateWithoutInputsHash},
+		{name: "order/4_machine_state_without_inputs_hash_after_a_succeeded_apply_is_lost", kind: v1alpha1.KindTerraformMachine,
+			mut: func(o *Observation) {
+				noState(o)
+				o.State = StateRead
+				o.EverApplied, o.SucceededApply = true, true
+			},
+			op: OpNone, reason: ReasonStateLost, requeue: time.Minute},
 		{name: "order/4_mutable_state_without_inputs_hash_applies_even_after_an_apply",
 			kind: v1alpha1.KindTerraformMachinePool,
 			mut:  func(o *Observation) { o.StateInputsHash = "" },

@@ -338,6 +338,10 @@ type Observation struct {
 	// on the durable inputs Secret, a pinned digest, or a state backup).
 	// With no state, such an object has lost its state.
 	EverApplied bool
+	// SucceededApply: an apply of the object succeeded (provisioned,
+	// captf.io/applied, or a pinned digest). A state backup is no such
+	// evidence: every new serial is backed up, a failed first apply's too.
+	SucceededApply bool
 	// Provisioned is status.initialization.provisioned.
 	Provisioned bool
 

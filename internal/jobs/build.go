@@ -361,8 +361,8 @@ next:
 // the spec.jobs.env entries it dropped (TF_* and KUBE_*; names only), for
 // the caller's EnvVarDropped event. The Job is owned by the object
 // (controller, blocking its deletion) and mounts the per-run Secret
-// RunSecretName(JobName), which the caller creates with RunSecret once the
-// Job exists. Bad input returns an error naming every problem, and no Job.
+// RunSecretName(JobName), which the caller creates first with
+// PendingRunSecret and hands to the Job once it exists. Bad input returns an error naming every problem, and no Job.
 func Build(r *Run) (*batchv1.Job, []string, error) {
 	if r == nil {
 		return nil, nil, errors.New("no run to build a Job for")
@@ -494,6 +494,8 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 // It holds main.tf.json and terraform.tfvars.json, or for a restore the
 // backup chunks as restore-0, restore-1, … (mounted as restore/0, …). job
 // must be the Job Build returned for r, as created (it needs its UID).
+// The manager creates it as PendingRunSecret before the Job, then hands it
+// to the Job (RunSecretOwners): this is the Secret it ends up as.
 func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 	if r == nil || job == nil {
 		return nil, errors.New("a per-run Secret needs its run and its created Job")
@@ -504,8 +506,43 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 	if job.Name != r.JobName || job.Namespace != r.Owner.Namespace {
 		return nil, fmt.Errorf("the Job %s/%s is not the Job %s/%s of this run", job.Namespace, job.Name, r.Owner.Namespace, r.JobName)
 	}
+	return runSecret(r, RunSecretOwners(job))
+}
+
+// PendingRunSecret returns the per-run Secret of r before its Job exists:
+// the data and labels of RunSecret's, owned by the Terraform* object
+// instead (owner.Reference: no controller, not blocking its deletion).
+// Created before the Job, it closes the window in which a manager that
+// dies between the two creations would leave a Job whose pod can never
+// start: it leaves a Secret instead, which the next pass takes up for the
+// same Job name (or the garbage collector with the object). Once the Job
+// exists, its owner references become RunSecretOwners(job).
+func PendingRunSecret(r *Run) (*corev1.Secret, error) {
+	if r == nil {
+		return nil, errors.New("a per-run Secret needs its run")
+	}
+	if r.Owner.UID == "" {
+		return nil, fmt.Errorf("%s has no UID: a per-run Secret is owned by it until its Job exists", r.Owner)
+	}
+	return runSecret(r, []metav1.OwnerReference{r.Owner.Reference()})
+}
+
+// RunSecretOwners are the owner references of a created Job's per-run
+// Secret: the Job alone, as controller, blocking its deletion.
+func RunSecretOwners(job *batchv1.Job) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{
+		APIVersion:         batchv1.SchemeGroupVersion.String(),
+		Kind:               "Job",
+		Name:               job.Name,
+		UID:                job.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}}
+}
+
+func runSecret(r *Run, owners []metav1.OwnerReference) (*corev1.Secret, error) {
 	if err := r.validate(); err != nil {
-		return nil, fmt.Errorf("cannot build the per-run Secret of Job %s/%s: %w", job.Namespace, job.Name, err)
+		return nil, fmt.Errorf("cannot build the per-run Secret of Job %s/%s: %w", r.Owner.Namespace, r.JobName, err)
 	}
 	var data map[string][]byte
 	if r.Op == infrav1.OperationRestore {
@@ -519,17 +556,10 @@ func RunSecret(r *Run, job *batchv1.Job) (*corev1.Secret, error) {
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      RunSecretName(job.Name),
-			Namespace: job.Namespace,
-			Labels:    Labels(r.Owner, r.Op, r.Attempt),
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         batchv1.SchemeGroupVersion.String(),
-				Kind:               "Job",
-				Name:               job.Name,
-				UID:                job.UID,
-				Controller:         ptr.To(true),
-				BlockOwnerDeletion: ptr.To(true),
-			}},
+			Name:            RunSecretName(r.JobName),
+			Namespace:       r.Owner.Namespace,
+			Labels:          Labels(r.Owner, r.Op, r.Attempt),
+			OwnerReferences: owners,
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,

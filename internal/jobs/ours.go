@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -57,4 +59,38 @@ func missingLabel(existing, built metav1.Object) string {
 		}
 	}
 	return ""
+}
+
+// NotPending says why secret, found under the per-run Secret name of built
+// (the PendingRunSecret of a run), is not a Secret CAPTF wrote for that
+// name before creating its Job: it must have no controller, be owned by
+// built's owner (same UID) and carry built's labels. "" when it is; its
+// data is the run's when SameData says so too. Pure.
+func NotPending(secret, built *corev1.Secret) string {
+	if c := metav1.GetControllerOfNoCopy(secret); c != nil {
+		return fmt.Sprintf("it is controlled by %s %s", c.Kind, c.Name)
+	}
+	if len(built.OwnerReferences) != 1 {
+		return "the run's Secret names no owner"
+	}
+	want := built.OwnerReferences[0]
+	if !slices.ContainsFunc(secret.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.UID == want.UID && o.Kind == want.Kind && o.APIVersion == want.APIVersion
+	}) {
+		return fmt.Sprintf("it is not owned by %s %s (UID %s)", want.Kind, want.Name, want.UID)
+	}
+	return missingLabel(secret, built)
+}
+
+// SameData reports whether two Secrets hold the same keys and values.
+func SameData(a, b *corev1.Secret) bool {
+	if len(a.Data) != len(b.Data) {
+		return false
+	}
+	for k, v := range b.Data {
+		if got, ok := a.Data[k]; !ok || !bytes.Equal(got, v) {
+			return false
+		}
+	}
+	return true
 }

@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Security Model: an object with CAPTF's name but not CAPTF's marks is
@@ -68,4 +71,53 @@ func TestNotOursOrphan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The per-run Secret is written before its Job, owned by the object: such
+// a Secret found for the run's name is taken up; anything else is not.
+func TestNotPending(t *testing.T) {
+	r := testRun()
+	r.Owner.UID = "u-obj"
+	built, err := PendingRunSecret(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := metav1.GetControllerOf(built); c != nil || len(built.OwnerReferences) != 1 || built.OwnerReferences[0].UID != "u-obj" {
+		t.Fatalf("a pending per-run Secret is owned by %+v, want the object alone, as no controller", built.OwnerReferences)
+	}
+	cases := []struct {
+		name string
+		mut  func(s *corev1.Secret)
+		want string
+		same bool
+	}{
+		{"written for the run: taken up", func(*corev1.Secret) {}, "", true},
+		{"written for the run with other data: CAPTF's, not the run's data", func(s *corev1.Secret) { s.Data = map[string][]byte{"main.tf.json": []byte("{}")} }, "", false},
+		{"already handed to a Job", func(s *corev1.Secret) {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u-job", Controller: ptr.To(true)}}
+		}, "controlled by Job j", true},
+		{"owned by an earlier object of the same name", func(s *corev1.Secret) { s.OwnerReferences[0].UID = "u-old" }, "not owned by", true},
+		{"no owner", func(s *corev1.Secret) { s.OwnerReferences = nil }, "not owned by", true},
+		{"a label missing", func(s *corev1.Secret) { delete(s.Labels, infrav1.OpLabel) }, "label " + infrav1.OpLabel, true},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s := built.DeepCopy()
+			tt.mut(s)
+			got := NotPending(s, built)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("NotPending = %q, want %q", got, tt.want)
+			}
+			if SameData(s, built) != tt.same {
+				t.Fatalf("SameData = %v, want %v", !tt.same, tt.same)
+			}
+		})
+	}
+	t.Run("an object without a UID has no pending Secret", func(t *testing.T) {
+		r := testRun()
+		r.Owner.UID = ""
+		if _, err := PendingRunSecret(r); err == nil {
+			t.Fatal("PendingRunSecret accepted an owner without a UID")
+		}
+	})
 }

@@ -2,7 +2,9 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -178,11 +181,31 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		}
 		return f.giveBack(ctx, p, plan.Name, func() { f.reportJobNameTaken(p, op, taken) })
 	}
+	// The per-run Secret first, owned by the object until the Job exists:
+	// a pass that dies between the two creations leaves a Secret the next
+	// pass takes up, never a Job whose pod cannot start.
+	pending, err := jobs.PendingRunSecret(run)
+	if err != nil {
+		return fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(plan.Name), err)
+	}
+	pendingCreated := true
+	if err := f.Client.Create(ctx, pending); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create Secret %s: %w", pending.Name, err)
+		}
+		pendingCreated = false
+	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			// The API server refuses this Job whatever the pass: give the
-			// leases back at once and say why.
+			// The API server refuses this Job whatever the pass: the Secret
+			// written for it goes, the leases are given back at once, and
+			// the report says why.
+			if pendingCreated {
+				if err := f.Client.Delete(ctx, pending, client.Preconditions{UID: &pending.UID}); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("failed to delete Secret %s: %w", pending.Name, err)
+				}
+			}
 			return f.giveBack(ctx, p, plan.Name, func() {
 				f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
 			})
@@ -196,7 +219,13 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 			return fmt.Errorf("failed to read Job %s: %w", plan.Name, err)
 		}
 		if why := jobs.NotOurs(existing, job); why != "" {
-			// Created between the check above and this create.
+			// Created between the check above and this create: the Secret
+			// written for the run goes too.
+			if pendingCreated {
+				if err := f.Client.Delete(ctx, pending, client.Preconditions{UID: &pending.UID}); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("failed to delete Secret %s: %w", pending.Name, err)
+				}
+			}
 			return f.giveBack(ctx, p, plan.Name, func() {
 				f.reportJobNameTaken(p, op, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
 			})
@@ -208,12 +237,12 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		// the Job already there counted it before.
 		metrics.InputsHashChanged(p.Kind)
 	}
-	secret, err := jobs.RunSecret(run, job)
-	if err != nil {
-		return fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(job.Name), err)
+	var known *corev1.Secret
+	if pendingCreated {
+		known = pending
 	}
-	if err := f.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create Secret %s: %w", secret.Name, err)
+	if err := f.handRunSecret(ctx, job, known); err != nil {
+		return err
 	}
 
 	now := metav1.NewTime(p.Now)
@@ -447,10 +476,25 @@ func (f *Flow) giveBack(ctx context.Context, p *Pass, job string, report func())
 // before the Job is created, and says which of them exists and is not
 // CAPTF's ("" when neither). A per-run Secret is checked before its Job
 // exists because the Job's pod would mount whatever Secret has that name:
-// one controlled by another Job, or found without its Job and not left by
-// an earlier Job of this name, is never used. An orphan CAPTF left (its
-// Job deleted before the garbage collector took it) is deleted.
+// one controlled by another Job, or found without its Job and neither
+// written for this run nor left by an earlier Job of this name, is never
+// used. One written for this name by a pass that died before it created
+// the Job is taken up as it is when it holds the run's data, else deleted;
+// an orphan CAPTF left (its Job deleted before the garbage collector took
+// it) is deleted.
 func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.Job) (string, error) {
+	existing := &batchv1.Job{}
+	err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(built), existing)
+	jobFound := err == nil
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("failed to read Job %s: %w", built.Name, err)
+	default:
+		if why := jobs.NotOurs(existing, built); why != "" {
+			return fmt.Sprintf("Job %s exists and is not CAPTF's: %s", built.Name, why), nil
+		}
+	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: built.Namespace, Name: jobs.RunSecretName(built.Name)}
 	if err := f.APIReader.Get(ctx, key, secret); apierrors.IsNotFound(err) {
@@ -458,24 +502,31 @@ func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.J
 	} else if err != nil {
 		return "", fmt.Errorf("failed to read Secret %s: %w", key.Name, err)
 	}
-	existing := &batchv1.Job{}
-	err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(built), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		if why := jobs.NotOursOrphan(secret, built); why != "" {
-			return fmt.Sprintf("Secret %s exists without its Job and is not CAPTF's: %s", key.Name, why), nil
+	pending, err := jobs.PendingRunSecret(run)
+	if err != nil {
+		return "", fmt.Errorf("failed to build Secret %s: %w", key.Name, err)
+	}
+	isPending := jobs.NotPending(secret, pending) == ""
+	if !jobFound {
+		if isPending && jobs.SameData(secret, pending) {
+			return "", nil
+		}
+		if !isPending {
+			if why := jobs.NotOursOrphan(secret, built); why != "" {
+				return fmt.Sprintf("Secret %s exists without its Job and is not CAPTF's: %s", key.Name, why), nil
+			}
 		}
 		// Left by an earlier Job of this name that was deleted before the
-		// garbage collector took its Secret: it goes, then the run starts.
+		// garbage collector took its Secret, or written for this name with
+		// other data: it goes, then the run starts.
 		if err := f.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("failed to delete the orphaned Secret %s: %w", key.Name, err)
 		}
 		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("failed to read Job %s: %w", built.Name, err)
 	}
-	if why := jobs.NotOurs(existing, built); why != "" {
-		return fmt.Sprintf("Job %s exists and is not CAPTF's: %s", built.Name, why), nil
+	if isPending {
+		// Not handed to the Job yet: the pass goes on and hands it.
+		return "", nil
 	}
 	want, err := jobs.RunSecret(run, existing)
 	if err != nil {
@@ -485,6 +536,45 @@ func (f *Flow) runNameTaken(ctx context.Context, run *jobs.Run, built *batchv1.J
 		return fmt.Sprintf("Secret %s exists and is not CAPTF's: %s", key.Name, why), nil
 	}
 	return "", nil
+}
+
+// handRunSecret makes a created Job the controller and only owner of its
+// per-run Secret, so the Secret goes with the Job. secret is the Secret as
+// just created, or nil to read it live; a Secret the Job already controls
+// is left as it is, and one that is not the Job's pending Secret is left
+// alone (runNameTaken reports it before any Job is created).
+func (f *Flow) handRunSecret(ctx context.Context, job *batchv1.Job, secret *corev1.Secret) error {
+	if secret == nil {
+		secret = &corev1.Secret{}
+		err := f.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}, secret)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("failed to read Secret %s: %w", jobs.RunSecretName(job.Name), err)
+		}
+	}
+	if c := metav1.GetControllerOfNoCopy(secret); c != nil {
+		return nil
+	}
+	if !slices.ContainsFunc(secret.OwnerReferences, func(o metav1.OwnerReference) bool {
+		c := metav1.GetControllerOfNoCopy(job)
+		return c != nil && o.UID == c.UID
+	}) {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             secret.UID,
+		"ownerReferences": jobs.RunSecretOwners(job),
+	}})
+	if err != nil {
+		return err
+	}
+	target := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.Namespace, Name: secret.Name}}
+	if err := f.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("failed to hand Secret %s to its Job: %w", secret.Name, err)
+	}
+	return nil
 }
 
 // reportJobNameTaken reports, on the operation's condition and once per

@@ -27,7 +27,29 @@ func (f *Flow) activeJob(ctx context.Context, p *Pass) error {
 	if op == string(infrav1.OperationDrift) || op == string(infrav1.OperationRefresh) {
 		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
 	}
+	if err := f.handActiveRunSecret(ctx, p); err != nil {
+		return err
+	}
 	return f.deleteIfStuck(ctx, p)
+}
+
+// handActiveRunSecret hands a running Job its per-run Secret when the pass
+// that created both died before it did (the Secret is still owned by the
+// object): read through the cache, written only then.
+func (f *Flow) handActiveRunSecret(ctx context.Context, p *Pass) error {
+	job := p.Active
+	secret := &corev1.Secret{}
+	err := f.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.RunSecretName(job.Name)}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to read Secret %s: %w", jobs.RunSecretName(job.Name), err)
+	}
+	if metav1.GetControllerOfNoCopy(secret) != nil {
+		return nil
+	}
+	return f.handRunSecret(ctx, job, secret)
 }
 
 // deleteIfStuck deletes an active Job whose per-run Secret is missing and

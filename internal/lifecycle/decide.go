@@ -33,6 +33,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 		LastRestoredSerial:     s.LastRestoredSerial,
 		State:                  p.StateStatus,
 		EverApplied:            p.everApplied(),
+		SucceededApply:         p.succeededApply(),
 		Provisioned:            p.Provisioned(),
 		Inputs:                 p.Inputs.Status,
 		InputsReason:           p.Inputs.Reason,

@@ -63,8 +63,12 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	case errors.Is(readErr, state.ErrNotFound):
 		p.StateStatus = decide.StateNotFound
 		if p.everApplied() {
+			missing := "is missing"
+			if errors.Is(readErr, state.ErrNeverWritten) {
+				missing = "holds no state"
+			}
 			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
-				"the state Secret "+state.SecretName(p.Suffix)+" is missing; restore a backup with "+infrav1.RestoreStateAnnotation)
+				"the state Secret "+state.SecretName(p.Suffix)+" "+missing+"; restore a backup with "+infrav1.RestoreStateAnnotation)
 		} else {
 			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionUnknown, infrav1.StateNotFoundReason, "")
 		}
@@ -101,8 +105,19 @@ func (p *Pass) everApplied() bool {
 	return state.EverApplied(f)
 }
 
+// succeededApply: provisioned, or the durable inputs record a successful
+// apply or a pinned digest (everApplied without the backups).
+func (p *Pass) succeededApply() bool {
+	f := state.AppliedFacts{Provisioned: p.Provisioned()}
+	if p.Durable != nil {
+		f.DurableInputsAnnotations = p.Durable.Annotations
+	}
+	return state.EverApplied(f)
+}
+
 // checkLock classifies the state lock: a stale lock of one of the object's
-// own runners is cleared by the next Job; any other holder is reported.
+// own runners is cleared by the next Job, or by the manager when no state
+// was ever written; any other holder is reported.
 func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 	lock, err := state.ReadLock(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix)
 	if err != nil {
@@ -123,10 +138,23 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 		owners.Jobs = append(owners.Jobs, j.Name)
 	}
 	v := state.ClassifyLock(lock, owners)
-	switch v.Holder {
-	case state.LockStale:
+	switch {
+	case v.Holder == state.LockStale && p.StateStatus == decide.StateNotFound:
+		// No state was ever written: the runtime's init takes the lock to
+		// write the first one, so the next Job would fail before it could
+		// force-unlock. The manager clears the stale lock itself.
+		cleared, err := state.ClearStaleLock(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, v.ID)
+		if err != nil {
+			return err
+		}
+		if cleared {
+			metrics.LockForceUnlocked(p.Kind)
+			f.event(p, nil, corev1.EventTypeWarning, infrav1.ForceUnlockedEvent,
+				"Cleared stale state lock "+v.ID+" of runner pod "+v.Pod+", taken before any state was written")
+		}
+	case v.Holder == state.LockStale:
 		p.ForceUnlock = v.ID
-	case state.LockForeign:
+	case v.Holder == state.LockForeign:
 		p.StateStatus = decide.StateUnreadable
 		p.State = nil
 		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLockedReason, v.Message())

@@ -20,6 +20,15 @@ const (
 // object that applied before (see EverApplied).
 var ErrNotFound = errors.New("no state Secret found")
 
+// ErrNeverWritten means the base state Secret exists alone and holds no
+// tfstate key: the backend creates the Secret, then writes the state into
+// it, while it holds the lock it takes to initialize the workspace, and a
+// runner stopped between the two leaves it so. The backend itself reads such
+// a Secret as no state, and so does CAPTF: it wraps ErrNotFound, and its
+// StateReadable reason is StateNotFound, not an unreadable state. The lock
+// left held by the stopped runner is recovered as a stale lock.
+var ErrNeverWritten = fmt.Errorf("%w: the base state Secret was created but no state was ever written into it", ErrNotFound)
+
 // Each way a state can fail to read has its own sentinel, so callers and tests
 // can tell them apart with errors.Is; ReasonOf maps them to a condition reason.
 var (
@@ -45,7 +54,9 @@ var (
 	// ErrUnexpectedSecret: a Secret carries the backend's labels for the
 	// suffix but is not named as one of its chunks (inconsistent).
 	ErrUnexpectedSecret = errors.New("state chunk set names an unexpected Secret")
-	// ErrNoData: a chunk Secret has no tfstate data key (inconsistent).
+	// ErrNoData: a chunk Secret has no tfstate data key while other chunks
+	// exist (inconsistent); a base Secret alone without it is
+	// ErrNeverWritten.
 	ErrNoData = errors.New("state Secret has no tfstate data")
 	// ErrTruncatedSet: a chunked set whose gzip stream ends early: its last
 	// chunk is missing, possibly mid-write (inconsistent).

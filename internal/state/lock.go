@@ -225,3 +225,30 @@ func (v LockVerdict) Message() string {
 	}
 	return msg + "; it is not one of this object's runner pods and is left alone"
 }
+
+// ClearStaleLock clears the lock Lease's holder and lock info, as the
+// backend's own unlock does, if and only if it is still held under id; the
+// update carries the Lease's resourceVersion, so a Lease changed since it
+// was read is left alone (a conflict error). It reports whether it cleared
+// the lock. The manager uses it for a stale lock on a state never written:
+// the runtime's init takes the lock to write the first state, so a Job
+// could not get far enough to force-unlock it.
+func ClearStaleLock(ctx context.Context, c client.Client, namespace, suffix, id string) (bool, error) {
+	var lease coordinationv1.Lease
+	name := LockLeaseName(suffix)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to get lock Lease %s/%s: %w", namespace, name, err)
+	}
+	if id == "" || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != id {
+		return false, nil
+	}
+	lease.Spec.HolderIdentity = nil
+	delete(lease.Annotations, LockInfoAnnotation)
+	if err := c.Update(ctx, &lease); err != nil {
+		return false, fmt.Errorf("failed to clear stale lock %s on Lease %s/%s: %w", id, namespace, name, err)
+	}
+	return true, nil
+}

@@ -65,7 +65,8 @@ func backendSelector(suffix string) client.MatchingLabels {
 // backend is configured to add captf.io/managed), orders them by chunk index
 // and decodes them as one stream under lim.
 //
-// It returns ErrNotFound when no state Secret exists, a *ReadError when the
+// It returns ErrNotFound when no state Secret exists (ErrNeverWritten, which
+// wraps it, when the base Secret exists alone without data), a *ReadError when the
 // state exists but cannot be read whole (use ReasonOf for the StateReadable
 // reason), and any other error for a failed API call.
 func Read(ctx context.Context, c client.Reader, namespace, suffix string, lim Limits) (*State, error) {
@@ -88,6 +89,9 @@ func FromSecrets(secrets []corev1.Secret, suffix string, lim Limits) (*State, er
 	ordered, err := orderChunks(secrets, suffix, lim)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := ordered[0].Data[DataKey]; !ok && len(ordered) == 1 {
+		return nil, ErrNeverWritten
 	}
 	payloads := make([][]byte, len(ordered))
 	for i := range ordered {

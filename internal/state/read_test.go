@@ -253,6 +253,28 @@ func TestReadNoSecretsIsNotFound(t *testing.T) {
 	}
 }
 
+// TestReadNeverWrittenIsNotFound checks Terraform State (the backend; locks):
+// the backend creates the base Secret, then writes the state into it, while
+// holding its init lock. A base Secret alone without the tfstate key is a
+// state never written, which the backend reads as no state: StateNotFound,
+// not an unreadable state. A chunk set with a chunk lacking the key stays
+// inconsistent.
+func TestReadNeverWrittenIsNotFound(t *testing.T) {
+	suffix := testSuffix(t)
+	base := chunkSecrets(testNS, suffix, [][]byte{[]byte("x")})
+	base[0].Data = nil
+	_, err := FromSecrets(base, suffix, DefaultLimits)
+	if !errors.Is(err, ErrNeverWritten) || !errors.Is(err, ErrNotFound) || ReasonOf(err) != ReasonNotFound {
+		t.Fatalf("a base Secret never written: err = %v, reason %q; want ErrNeverWritten, StateNotFound", err, ReasonOf(err))
+	}
+	chunks := chunkSecrets(testNS, suffix, [][]byte{[]byte("x"), []byte("y")})
+	chunks[0].Data = nil
+	_, err = FromSecrets(chunks, suffix, DefaultLimits)
+	if !errors.Is(err, ErrNoData) || errors.Is(err, ErrNotFound) || ReasonOf(err) != ReasonInconsistent {
+		t.Fatalf("a base Secret without data before a chunk: err = %v, reason %q; want ErrNoData, StateInconsistent", err, ReasonOf(err))
+	}
+}
+
 func TestDecodeOddButValidStates(t *testing.T) {
 	for _, tc := range []struct {
 		name, json string

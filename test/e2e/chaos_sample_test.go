@@ -14,8 +14,7 @@ import (
 // faultChains are the sample of the kill matrix (make chaos), as three
 // chains: the sites where a lost pass costs the most. Around Job creation:
 // the finalizer, the durable inputs, the run lease, the move block, the
-// Job and its per-run Secret (a manager dying between those two leaves a
-// Job that can never start, deleted as stuck and created again). Around
+// per-run Secret, the Job, and the Secret handed to the Job. Around
 // the bookkeeping of a finished Job: the digest pin and applied marker,
 // the per-run Secret deleted, the lease given back, the state adopted, the
 // endpoint and providerID latches, the JobSucceeded event, the bookkept
@@ -38,8 +37,9 @@ var faultChains = [][]faultPoint{{
 	{"create jobs captf-c-*-apply-a2-#", 1},
 }, {
 	{"patch terraformclusters * annotations[clusterctl.cluster.x-k8s.io/block-move]", 1},
-	{"create jobs captf-c-*-apply-a1-#", 1},
 	{"create secrets captf-run-captf-c-*-apply-a1-#", 1},
+	{"create jobs captf-c-*-apply-a1-#", 1},
+	{"patch secrets captf-run-captf-c-*-apply-a1-# ownerReferences", 1},
 	{"patch terraformclusters * annotations[captf.io/endpoint-source],annotations[clusterctl.cluster.x-k8s.io/block-move],spec", 1},
 	{"create events JobSucceeded", 1},
 	{"patch secrets captf-inputs-m-* annotations[captf.io/applied],annotations[captf.io/image-digest]", 1},
@@ -50,8 +50,8 @@ const leaseLabels = "labels[captf.infrastructure.cluster.x-k8s.io/owner-kind],la
 
 // TestFaultSample kills the managers of three one-machine bring-ups right
 // after each write of faultChains and lets a fresh manager finish each:
-// every chain converges with the three Jobs the book predicts (plus one
-// per Job deleted as stuck), none twice otherwise, each booked once,
+// every chain converges with the three Jobs the book predicts, none
+// created twice, none deleted as stuck, each booked once,
 // nothing left behind.
 func TestFaultSample(t *testing.T) {
 	t.Parallel()

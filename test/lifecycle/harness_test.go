@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
@@ -150,6 +152,19 @@ func (e *env) pass(obj client.Object) outcome {
 	res, err := e.flowFor(obj).Reconcile(e.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 	e.refresh(obj)
 	return outcome{Result: res, Err: err}
+}
+
+// passFailing runs one reconcile of obj whose writes go through funcs
+// first (a write funcs fails never reaches the API server: the manager
+// died there), and returns its error.
+func (e *env) passFailing(obj client.Object, funcs interceptor.Funcs) error {
+	e.t.Helper()
+	f := e.flowFor(obj)
+	c := interceptor.NewClient(k8s.(client.WithWatch), funcs)
+	f.Client = c
+	_, err := f.Reconcile(e.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	e.refresh(obj)
+	return err
 }
 
 // mustPass runs one reconcile that must not fail.
@@ -764,6 +779,57 @@ func (e *env) writeState(obj client.Object, st *tfstate) {
 	e.create(s)
 }
 
+// neverWrittenState leaves obj's base state Secret as the backend creates
+// it before it writes the first state into it: its labels, no data.
+func (e *env) neverWrittenState(obj client.Object) {
+	e.t.Helper()
+	e.writeState(obj, stateOf(0, nil, ""))
+	s := e.stateSecret(obj)
+	s.Data = nil
+	if err := k8s.Update(e.ctx, s); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// holdLock makes obj's state lock Lease held under id by runner pod pod,
+// with the backend's lock info, as the runtime leaves it when killed.
+func (e *env) holdLock(obj client.Object, id, pod, operation string) {
+	e.t.Helper()
+	suffix := e.suffixOf(obj)
+	info := fmt.Sprintf(`{"ID":%q,"Operation":%q,"Info":"","Who":"root@%s","Version":"1.12.6","Created":"2026-01-01T00:00:00Z","Path":""}`, id, operation, pod)
+	e.create(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: obj.GetNamespace(), Name: state.LockLeaseName(suffix),
+			Labels: map[string]string{
+				state.BackendStateLabel: "true", state.BackendSuffixLabel: suffix, state.BackendWorkspaceLabel: state.Workspace,
+				infrav1.ManagedLabel: "true", infrav1.OwnerKindLabel: kindOf(obj), infrav1.OwnerNameLabel: owner.LabelValue(obj.GetName()),
+			},
+			Annotations: map[string]string{state.LockInfoAnnotation: info},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(id)},
+	})
+}
+
+// lock reads obj's state lock.
+func (e *env) lock(obj client.Object) state.Lock {
+	e.t.Helper()
+	l, err := state.ReadLock(e.ctx, k8s, obj.GetNamespace(), e.suffixOf(obj))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+// runnerArgs are the runner container's arguments of a Job.
+func runnerArgs(job *batchv1.Job) []string {
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if len(c.Args) > 0 {
+			return c.Args
+		}
+	}
+	return nil
+}
+
 // deleteState removes obj's state Secrets, as an operator's mistake would.
 func (e *env) deleteState(obj client.Object) {
 	e.t.Helper()
@@ -783,6 +849,23 @@ func (e *env) stateSecret(obj client.Object) *corev1.Secret {
 func (e *env) durable(obj client.Object) *corev1.Secret {
 	e.t.Helper()
 	return e.secret("captf-inputs-" + shortKind(obj) + "-" + obj.GetName())
+}
+
+// secretsWithPrefix lists the namespace's Secrets whose name starts with
+// prefix.
+func (e *env) secretsWithPrefix(prefix string) []corev1.Secret {
+	e.t.Helper()
+	var list corev1.SecretList
+	if err := k8s.List(e.ctx, &list, client.InNamespace(e.ns)); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []corev1.Secret
+	for _, s := range list.Items {
+		if strings.HasPrefix(s.Name, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (e *env) secret(name string) *corev1.Secret {

@@ -2,6 +2,9 @@ package lifecycle
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
@@ -471,6 +475,86 @@ func TestLifecycle(t *testing.T) {
 		again := e.wantJob(w.TC, infrav1.OperationApply)
 		if e.secret(jobs.RunSecretName(again.Name)) == nil {
 			t.Fatal("the recreated Job has no per-run Secret")
+		}
+	})
+
+	// The per-run Secret is written before its Job, owned by the object
+	// until the Job exists: a manager that dies between the two leaves a
+	// Secret, which the next pass takes up for the same Job name, never a
+	// Job that cannot start (created once, never deleted as stuck).
+	t.Run("manager_dying_before_the_Job_leaves_a_Secret_the_next_pass_takes_up", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		died := errors.New("the manager died")
+		err := e.passFailing(w.TC, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*batchv1.Job); ok {
+				return died
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+		if !errors.Is(err, died) {
+			t.Fatalf("the pass did not reach the Job's creation: %v", err)
+		}
+		e.wantNoJob(w.TC)
+		var run *corev1.Secret
+		for _, s := range e.secretsWithPrefix(jobs.RunSecretPrefix) {
+			run = &s
+		}
+		if run == nil {
+			t.Fatal("no per-run Secret was written before the Job")
+		}
+		if c := metav1.GetControllerOf(run); c != nil || len(run.OwnerReferences) != 1 || run.OwnerReferences[0].UID != w.TC.UID {
+			t.Fatalf("the per-run Secret without its Job is owned by %+v, want the TerraformCluster alone", run.OwnerReferences)
+		}
+		m := e.mark(w.TC)
+		e.mustPass(w.TC)
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		if jobs.RunSecretName(job.Name) != run.Name {
+			t.Fatalf("the Job %s is not the one the Secret %s was written for", job.Name, run.Name)
+		}
+		got := e.secret(run.Name)
+		if got == nil || got.UID != run.UID {
+			t.Fatal("the per-run Secret was written again instead of taken up")
+		}
+		if c := metav1.GetControllerOf(got); c == nil || c.UID != job.UID || len(got.OwnerReferences) != 1 {
+			t.Fatalf("the per-run Secret's owners are %+v, want Job %s alone", got.OwnerReferences, job.Name)
+		}
+		e.advance(2 * time.Minute)
+		e.mustPass(w.TC)
+		e.wantNoEvent(w.TC, m, infrav1.StuckJobDeletedEvent)
+		if e.gone(job) {
+			t.Fatal("the Job was deleted")
+		}
+	})
+
+	// A manager that dies after creating the Job, before it hands the Job
+	// its per-run Secret, leaves a Job that runs (its Secret exists); the
+	// next pass hands the Secret over, so it goes with the Job.
+	t.Run("manager_dying_before_handing_the_Secret_over_is_finished_by_the_next_pass", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		died := errors.New("the manager died")
+		err := e.passFailing(w.TC, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if s, ok := obj.(*corev1.Secret); ok && strings.HasPrefix(s.Name, jobs.RunSecretPrefix) {
+				return died
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}})
+		if !errors.Is(err, died) {
+			t.Fatalf("the pass did not reach the hand-over: %v", err)
+		}
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		if c := metav1.GetControllerOf(e.secret(jobs.RunSecretName(job.Name))); c != nil {
+			t.Fatalf("the Secret was handed over: %v", c)
+		}
+		e.mustPass(w.TC)
+		got := e.secret(jobs.RunSecretName(job.Name))
+		if c := metav1.GetControllerOf(got); c == nil || c.UID != job.UID || len(got.OwnerReferences) != 1 {
+			t.Fatalf("the per-run Secret's owners are %+v, want Job %s alone", got.OwnerReferences, job.Name)
 		}
 	})
 

@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +165,71 @@ func TestTerraformState(t *testing.T) {
 		e.advance(time.Minute)
 		e.mustPass(w.TC)
 		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.StateUnreadableEvent)
+	})
+
+	// A runner killed during init, after the backend created the base state
+	// Secret and before it wrote the state, leaves that Secret without a
+	// tfstate key and the backend's init lock held by a pod that is gone.
+	// That is no state, not an unreadable one; and as the runtime's init
+	// takes the lock to write the first state, the manager clears the stale
+	// lock itself (ForceUnlocked) and the next apply runs without
+	// --force-unlock.
+	t.Run("stale_lock_on_a_state_never_written_is_cleared_and_the_apply_runs", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e.neverWrittenState(w.TC)
+		e.holdLock(w.TC, "lock-init-1", job.Name+"-runner", "OperationTypeInvalid")
+		// SIGKILLed: no result document.
+		e.finishJobMessage(job, failed, "")
+		m := e.mark(w.TC)
+		e.advance(2 * time.Minute)
+		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionUnknown, infrav1.StateNotFoundReason)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.ForceUnlockedEvent)
+		if l := e.lock(w.TC); l.Held() {
+			t.Fatalf("the stale lock is still held by %s", l.ID)
+		}
+		next := e.wantJob(w.TC, infrav1.OperationApply)
+		if next.Name == job.Name {
+			t.Fatal("no new apply after the killed one")
+		}
+		if args := runnerArgs(next); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--force-unlock") }) {
+			t.Fatalf("the lock is already cleared, yet the Job force-unlocks: %v", args)
+		}
+		e.advance(time.Second)
+		e.mustPass(w.TC)
+		if n := len(e.eventsOf(w.TC, m, infrav1.ForceUnlockedEvent)); n != 1 {
+			t.Fatalf("%d ForceUnlocked events for one stale lock", n)
+		}
+	})
+
+	// A stale lock on a written state is the next Job's to force-unlock
+	// (force-unlock runs right after init, which needs no lock once a state
+	// exists): the manager leaves the Lease alone.
+	t.Run("stale_lock_on_a_written_state_is_force_unlocked_by_the_next_Job", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e.writeState(w.TC, stateOf(1, nil, ""))
+		e.holdLock(w.TC, "lock-apply-1", job.Name+"-runner", "OperationTypeApply")
+		e.finishJobMessage(job, failed, "")
+		e.advance(2 * time.Minute)
+		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionTrue, infrav1.StateReadReason)
+		if l := e.lock(w.TC); l.ID != "lock-apply-1" {
+			t.Fatalf("the manager touched the lock of a written state: holder %q", l.ID)
+		}
+		next := e.wantJob(w.TC, infrav1.OperationApply)
+		if args := runnerArgs(next); !slices.Contains(args, "--force-unlock=lock-apply-1") {
+			t.Fatalf("the next Job does not force-unlock the stale lock: %v", args)
+		}
 	})
 
 	t.Run("abandon_infrastructure_skips_destroy", func(t *testing.T) {

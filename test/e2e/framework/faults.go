@@ -253,7 +253,8 @@ func verbOf(method string) string {
 }
 
 // fields names what a patch or update body sets: its top-level fields but
-// metadata, and the annotation, label and finalizer keys it touches. A full
+// metadata, the annotation and label keys it touches, and its finalizers
+// and owner references. A full
 // update names only the finalizers and annotations that CAPTF owns.
 func fields(doc map[string]any, update bool) string {
 	var out []string
@@ -278,8 +279,10 @@ func fields(doc map[string]any, update bool) string {
 			out = append(out, k+"["+key+"]")
 		}
 	}
-	if _, ok := meta["finalizers"]; ok && !update {
-		out = append(out, "finalizers")
+	for _, k := range []string{"finalizers", "ownerReferences"} {
+		if _, ok := meta[k]; ok && !update {
+			out = append(out, k)
+		}
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")

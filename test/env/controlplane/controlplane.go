@@ -363,3 +363,31 @@ func (cp *ControlPlane) Pids() []int {
 	}
 	return pids
 }
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, SIGKILL after grace) and
+// starts it again on the same port with the same etcd, then waits until it
+// is ready. Clients keep their configuration: only their connections break.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, grace time.Duration) error {
+	if err := cp.APIServer.Stop(grace); err != nil {
+		return err
+	}
+	if err := cp.APIServer.Start(); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}
+
+// StopEtcd stops etcd (SIGTERM, SIGKILL after grace), keeping its data; the
+// API server stays up and fails or holds the requests that need storage.
+func (cp *ControlPlane) StopEtcd(grace time.Duration) error {
+	return cp.Etcd.Stop(grace)
+}
+
+// StartEtcd starts a stopped etcd again on its data and ports, then waits
+// until the API server is ready on it.
+func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
+	if err := cp.Etcd.Start(); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}

@@ -52,6 +52,34 @@ func TestStart_APIServerOnlyServesWithAdminKubeconfig(t *testing.T) {
 	if _, err := acs.CoreV1().Secrets("n1").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("request without credentials was allowed")
 	}
+
+	// The fault scenarios restart the API server and stop and start etcd:
+	// the same clients go on, and nothing stored is lost.
+	apiPid := cp.APIServer.Pid()
+	if err := cp.RestartAPIServer(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cp.APIServer.Pid() == apiPid {
+		t.Fatal("the API server was not restarted")
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after the API server restarted: %v", err)
+	}
+	if err := cp.StopEtcd(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	_, err = cs.CoreV1().Namespaces().Create(short, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, metav1.CreateOptions{})
+	cancelShort()
+	if err == nil {
+		t.Fatal("a write succeeded with etcd stopped")
+	}
+	if err := cp.StartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after etcd started again: %v", err)
+	}
 }
 
 func TestStart_RetriesWhenAPortIsTakenMeanwhile(t *testing.T) {

@@ -20,6 +20,12 @@ type Process struct {
 	Name    string
 	LogPath string
 
+	// bin, args and env are kept to start the process again (Restart).
+	bin  string
+	args []string
+	env  []string
+
+	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
@@ -38,29 +44,56 @@ func StartProcessEnv(name, bin string, args []string, logDir string, env []strin
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create log folder for %s: %w", name, err)
 	}
-	logPath := filepath.Join(logDir, name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create log file for %s: %w", name, err)
+	p := &Process{Name: name, LogPath: filepath.Join(logDir, name+".log"), bin: bin, args: args, env: env}
+	if err := p.start(os.O_CREATE | os.O_TRUNC | os.O_WRONLY); err != nil {
+		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	return p, nil
+}
+
+// start starts the process, its log file opened with flag.
+func (p *Process) start(flag int) error {
+	logFile, err := os.OpenFile(p.LogPath, flag, 0o644)
+	if err != nil {
+		return fmt.Errorf("failed to open the log file of %s: %w", p.Name, err)
+	}
+	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := startFromSpawner(cmd); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("failed to start %s: %w", name, err)
+		return fmt.Errorf("failed to start %s: %w", p.Name, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.done, p.err = cmd, done, nil
+	p.mu.Unlock()
 	go func() {
-		p.err = cmd.Wait()
+		err := cmd.Wait()
 		logFile.Close()
-		close(p.done)
+		p.mu.Lock()
+		if p.cmd == cmd {
+			p.err = err
+		}
+		p.mu.Unlock()
+		close(done)
 	}()
-	return p, nil
+	return nil
+}
+
+// Start starts a stopped process again with the same binary, arguments and
+// environment, appending to its log. It fails if the process still runs.
+func (p *Process) Start() error {
+	select {
+	case <-p.Exited():
+	default:
+		return errors.New(p.Name + " is still running")
+	}
+	return p.start(os.O_CREATE | os.O_APPEND | os.O_WRONLY)
 }
 
 // Pdeathsig is delivered when the thread that forked the child ends, not
@@ -94,14 +127,25 @@ func startFromSpawner(cmd *exec.Cmd) error {
 }
 
 // Pid returns the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
 
-// Exited is closed once the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.done }
+// Exited is closed once the process (as last started) has exited.
+func (p *Process) Exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
 
 // ExitError describes how the process ended, with the tail of its log.
 func (p *Process) ExitError() error {
-	return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, p.err, p.LogTail(20))
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, err, p.LogTail(20))
 }
 
 // LogTail returns the last n lines of the process's log.
@@ -119,20 +163,21 @@ func (p *Process) LogTail(n int) string {
 
 // Stop sends SIGTERM to the process group, then SIGKILL after grace.
 func (p *Process) Stop(grace time.Duration) error {
+	done, pid := p.Exited(), p.Pid()
 	select {
-	case <-p.done:
+	case <-done:
 		return nil
 	default:
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-done:
 		return nil
 	case <-time.After(grace):
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-done:
 		return nil
 	case <-time.After(10 * time.Second):
 		return errors.New(p.Name + " did not exit after SIGKILL")

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -570,12 +571,20 @@ func (w *podWorker) finish(ctx context.Context, pod *corev1.Pod, cause stopCause
 	}
 }
 
-// report writes the pod's status as the kubelet knows it.
+// reportBackoff spaces the retries of a status report the API server did
+// not take (a conflict, or the API server or its etcd down for a while):
+// about a minute and a half in all, the delays growing from 200 ms to 9 s,
+// as a real kubelet keeps syncing a pod's status until it lands. (No Cap:
+// reaching it would end the retries.)
+var reportBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 1.1, Jitter: 0.1, Steps: 40}
+
+// report writes the pod's status as the kubelet knows it, retrying every
+// error but NotFound.
 func (w *podWorker) report(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnError(reportBackoff, func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, func() error {
 		pod, err := w.k.cs.CoreV1().Pods(w.ns).Get(ctx, w.nm, metav1.GetOptions{})
 		if err != nil {
 			return err
