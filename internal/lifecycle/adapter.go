@@ -156,6 +156,9 @@ type Pass struct {
 	StateStatus decide.StateStatus
 	// ForceUnlock is a stale lock of the object's own runner to clear.
 	ForceUnlock string
+	// neverWritten: the base state Secret exists without a tfstate key
+	// (state.ErrNeverWritten).
+	neverWritten bool
 
 	// Inputs is the current inputs outcome.
 	Inputs InputsOutcome

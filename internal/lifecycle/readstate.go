@@ -62,6 +62,7 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 		}
 	case errors.Is(readErr, state.ErrNotFound):
 		p.StateStatus = decide.StateNotFound
+		p.neverWritten = errors.Is(readErr, state.ErrNeverWritten)
 		if p.everApplied() {
 			missing := "is missing"
 			if errors.Is(readErr, state.ErrNeverWritten) {
@@ -154,6 +155,12 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 		}
 	case v.Holder == state.LockStale:
 		p.ForceUnlock = v.ID
+	case v.Holder == state.LockOwnRunner && p.neverWritten:
+		// reference-facts §1.8: a base Secret without tfstate while one of
+		// the object's runners holds the lock is a state mid-write.
+		p.StateStatus = decide.StateUnreadable
+		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateInconsistentReason,
+			"the state Secret "+state.SecretName(p.Suffix)+" has no tfstate key yet while runner pod "+v.Pod+" holds the state lock; it may be mid-write")
 	case v.Holder == state.LockForeign:
 		p.StateStatus = decide.StateUnreadable
 		p.State = nil

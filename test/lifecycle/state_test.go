@@ -207,6 +207,46 @@ func TestTerraformState(t *testing.T) {
 		}
 	})
 
+	// reference-facts §1.8: a base Secret without tfstate while one of the
+	// object's runner pods still runs and holds the lock is a state
+	// mid-write: StateInconsistent, and no Job until that runner is gone.
+	t.Run("state_never_written_under_a_running_runner_is_StateInconsistent", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e.neverWrittenState(w.TC)
+		e.finishJobMessage(job, failed, "")
+		// A second pod of the Job is still running and holds the lock.
+		running := &corev1.Pod{}
+		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-runner"}, running); err != nil {
+			t.Fatal(err)
+		}
+		running = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-again",
+			Labels: running.Labels, OwnerReferences: running.OwnerReferences}, Spec: running.Spec}
+		e.create(running)
+		e.holdLock(w.TC, "lock-init-2", running.Name, "OperationTypeInvalid")
+		e.advance(2 * time.Minute)
+		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateInconsistentReason)
+		if n := len(e.jobsOf(w.TC)); n != 1 {
+			t.Fatalf("%d Jobs while a runner writes the state; want the first one only", n)
+		}
+		// The runner exits: its lock is stale, cleared, and the apply runs.
+		running.Status.Phase = corev1.PodFailed
+		if err := k8s.Status().Update(e.ctx, running); err != nil {
+			t.Fatal(err)
+		}
+		e.advance(time.Second)
+		e.mustPass(w.TC)
+		e.wantCondition(w.TC, infrav1.StateReadableCondition, metav1.ConditionUnknown, infrav1.StateNotFoundReason)
+		if n := len(e.jobsOf(w.TC)); n != 2 {
+			t.Fatalf("%d Jobs after the runner exited; want a second apply", n)
+		}
+	})
+
 	// A stale lock on a written state is the next Job's to force-unlock
 	// (force-unlock runs right after init, which needs no lock once a state
 	// exists): the manager leaves the Lease alone.
