@@ -66,7 +66,7 @@ func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj cli
 	var out Credentials
 	var accessErr, mirrorErr, rbacErr error
 	out.Access, accessErr = CheckAccess(ctx, c, live, obj, cluster)
-	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj)
+	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj, cluster)
 	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, obj, cluster)
 	return out, errors.Join(accessErr, mirrorErr, rbacErr)
 }
