@@ -73,9 +73,9 @@ func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj cli
 
 // runnerRBAC keeps the namespace's runner RBAC for obj: the RoleBinding
 // binds the ServiceAccounts of every object of the namespace, so they are
-// listed (from the cache).
+// listed (from the cache, read in place: nothing here writes to them).
 func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
-	w, err := ListWorkloads(ctx, c, obj.GetNamespace())
+	w, err := listSharedWorkloads(ctx, c, obj.GetNamespace())
 	if err != nil {
 		return RBACResult{Condition: RBACCondition(RBACFacts{Error: err})}, err
 	}

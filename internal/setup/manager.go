@@ -65,7 +65,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		Cache:  cacheOptions(o),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cached: read live through the manager's client.
-			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &corev1.Namespace{}},
+			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}},
 		}},
 		Metrics:                       diagnosticsOptions(o, tlsOpt),
 		HealthProbeBindAddress:        o.HealthAddr,
@@ -183,7 +183,8 @@ func defaultNamespaces(o Options) map[string]cache.Config {
 	return map[string]cache.Config{cache.AllNamespaces: {FieldSelector: fields.AndSelectors(not...)}}
 }
 
-// cacheOptions: Secrets, Jobs, Pods and Leases only when CAPTF owns them;
+// cacheOptions: Secrets, Jobs, Pods, Leases, ServiceAccounts and
+// RoleBindings only when CAPTF owns them;
 // everything namespaced within --namespace; managed fields dropped.
 func cacheOptions(o Options) cache.Options {
 	managed := managedSelector()
@@ -196,6 +197,11 @@ func cacheOptions(o Options) cache.Options {
 			&batchv1.Job{}:          {Label: managed},
 			&corev1.Pod{}:           {Label: managed},
 			&coordinationv1.Lease{}: {Label: managed},
+			// The runner ServiceAccount and RoleBinding every pass
+			// checks; an override ServiceAccount without the label
+			// is read live (identity.getServiceAccount).
+			&corev1.ServiceAccount{}: {Label: managed},
+			&rbacv1.RoleBinding{}:    {Label: managed},
 		},
 	}
 }
