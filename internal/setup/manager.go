@@ -30,6 +30,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformclusteridentity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinetemplate"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
@@ -193,7 +194,7 @@ func cacheOptions(o Options) cache.Options {
 		DefaultNamespaces: defaultNamespaces(o),
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:        {Label: managed},
+			&corev1.Secret{}:        {Label: managed, Transform: secretTransform},
 			&batchv1.Job{}:          {Label: managed},
 			&corev1.Pod{}:           {Label: managed},
 			&coordinationv1.Lease{}: {Label: managed},
@@ -278,4 +279,15 @@ func clientRate(o Options) (float32, int) {
 		return -1, 0
 	}
 	return o.KubeAPIQPS, o.KubeAPIBurst
+}
+
+// secretTransform is the cached Secrets' transform: managed fields dropped,
+// as for every object, and a state backup's data too (state.StripBackupData):
+// N machines' backups would otherwise hold a copy of every state in memory.
+func secretTransform(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if s, ok := obj.(*corev1.Secret); ok && err == nil {
+		return state.StripBackupData(s), nil
+	}
+	return obj, err
 }
