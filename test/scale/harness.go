@@ -50,6 +50,9 @@ type Config struct {
 	Steady time.Duration
 	// Timeout bounds the bring-up.
 	Timeout time.Duration
+	// ManagerBinary is a manager built beforehand (default: built from
+	// cmd/manager at the start of the run).
+	ManagerBinary string
 	// ManagerArgs are extra manager flags (after the harness's own).
 	ManagerArgs []string
 	// Dir keeps the environment (logs) when set; default a temporary
@@ -163,11 +166,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(build, 0o755); err != nil {
 		return res, err
 	}
-	managerBin := filepath.Join(build, "manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+	managerBin := cfg.ManagerBinary
+	if managerBin == "" {
+		managerBin = filepath.Join(build, "manager")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+		}
 	}
 	crds, err := framework.RenderedCRDs(root, build)
 	if err != nil {
