@@ -13,7 +13,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,8 +40,25 @@ func isConnectionError(err error) bool {
 // about two minutes.
 var backoffOnLoad = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 10, Cap: 20 * time.Second}
 
+// withRetry runs fn until it succeeds, fails with an error that is not
+// transient, runs out of backoff steps or ctx ends (the wait between tries
+// too), returning fn's last error.
 func withRetry(ctx context.Context, fn func() error) error {
-	return retry.OnError(backoffOnLoad, func(err error) bool { return ctx.Err() == nil && transient(err) }, fn)
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, backoffOnLoad, func(context.Context) (bool, error) {
+		last = fn()
+		switch {
+		case last == nil:
+			return true, nil
+		case transient(last):
+			return false, nil
+		}
+		return false, last
+	})
+	if wait.Interrupted(err) && last != nil {
+		return last
+	}
+	return err
 }
 
 // creator creates the fleet's machines in batches, so that the first
