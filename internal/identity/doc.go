@@ -10,7 +10,9 @@
 //   - the credential mirror captf-creds-<identity>: a byte copy of the
 //     identity's source Secret in each namespace that uses it, carrying the
 //     captf.io/source-hash of the source data (never the values), a
-//     non-blocking owner reference per object that uses it, rewritten when
+//     non-blocking owner reference per object whose spec names the identity
+//     (MirrorOwner: a TerraformCluster stands for its machines and pools,
+//     so a fleet adds one reference whatever its size), rewritten when
 //     the source changes, never written over a Secret that is not this
 //     identity's mirror, deleted when the namespace is no longer allowed or
 //     its last owner is gone; mapped onto the CredentialsMirrored condition;

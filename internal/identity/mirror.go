@@ -160,6 +160,46 @@ func OwnerReference(owner client.Object, scheme *runtime.Scheme) (metav1.OwnerRe
 	}, nil
 }
 
+// MirrorOwner returns the object whose owner reference keeps identity's
+// mirror alive for obj, which resolved identity from src. The mirror is
+// owned by the objects whose spec names the identity, never by one
+// reference per machine of a fleet:
+//
+//   - a TerraformCluster owns the mirror of its own identityRef;
+//   - a machine or pool that inherits the identity (src is RefCluster or
+//     RefClusterDefaults), or whose own identityRef names the identity its
+//     cluster's spec.identityRef or spec.defaults.identityRef also names,
+//     puts its TerraformCluster's reference on it: the cluster outlives its
+//     machines and pools (Cluster API deletes them before the
+//     infrastructure cluster), so the mirror stays as long as any of them
+//     may run a Job;
+//   - otherwise (its own identity, no cluster resolved, or the cluster
+//     being deleted) the machine or pool owns the mirror itself.
+//
+// So a cluster's fleet adds one owner reference to its mirror, whatever
+// its size, and bring-up writes the mirror once per cluster, not once per
+// machine. Pure.
+func MirrorOwner(obj client.Object, cluster *infrav1.TerraformCluster, identity string, src RefSource) client.Object {
+	if _, isCluster := obj.(*infrav1.TerraformCluster); isCluster {
+		return obj
+	}
+	if cluster == nil || cluster.UID == "" || cluster.DeletionTimestamp != nil || identity == "" {
+		return obj
+	}
+	switch src {
+	case RefCluster, RefClusterDefaults:
+		return cluster
+	case RefOwn:
+		if r := cluster.Spec.IdentityRef; r != nil && r.Name == identity {
+			return cluster
+		}
+		if d := cluster.Spec.Defaults; d != nil && d.IdentityRef != nil && d.IdentityRef.Name == identity {
+			return cluster
+		}
+	}
+	return obj
+}
+
 // MirrorResult is the outcome of keeping an object's mirror current.
 type MirrorResult struct {
 	// Namespace and Name locate the mirror ("" Name when no identity).
@@ -199,10 +239,11 @@ func mirrorCondition(status metav1.ConditionStatus, reason, message string) meta
 }
 
 // SyncMirror is the credential mirror half of the credentials step, run
-// after CheckAccess for the object owner:
+// after CheckAccess for obj (cluster is obj's TerraformCluster as
+// CheckAccess had it, nil for a cluster itself or when unresolved):
 //
-//   - identity allowed: create or update captf-creds-<identity> in the
-//     owner's namespace;
+//   - identity allowed: create or update captf-creds-<identity> in obj's
+//     namespace, owned as MirrorOwner says;
 //   - the identity does not allow the namespace: delete that identity's
 //     mirror there, whatever objects still use it (RemoveMirror), and report
 //     Unknown/MirrorPending;
@@ -211,8 +252,8 @@ func mirrorCondition(status metav1.ConditionStatus, reason, message string) meta
 //
 // c reads through the manager's cache and writes; live reads what a
 // label-scoped cache cannot show (a foreign Secret of the mirror's name).
-func SyncMirror(ctx context.Context, c client.Client, live client.Reader, a Access, owner client.Object) (MirrorResult, error) {
-	res := MirrorResult{Namespace: owner.GetNamespace(), Identity: a.Name}
+func SyncMirror(ctx context.Context, c client.Client, live client.Reader, a Access, obj client.Object, cluster *infrav1.TerraformCluster) (MirrorResult, error) {
+	res := MirrorResult{Namespace: obj.GetNamespace(), Identity: a.Name}
 	if a.Name != "" {
 		res.Name = MirrorName(a.Name)
 	}
@@ -228,12 +269,12 @@ func SyncMirror(ctx context.Context, c client.Client, live client.Reader, a Acce
 		}
 		return res, nil
 	}
-	return ensureMirror(ctx, c, live, a.Name, *a.creds, owner)
+	return ensureMirror(ctx, c, live, a.Name, *a.creds, MirrorOwner(obj, cluster, a.Name, a.Source))
 }
 
 // ensureMirror keeps identity's mirror in owner's namespace current: a byte
-// copy of the source data, labeled and annotated, with owner among its
-// owners. It never overwrites a Secret of the mirror's name that is not
+// copy of the source data, labeled and annotated, with owner (MirrorOwner)
+// among its owners. It never overwrites a Secret of the mirror's name that is not
 // this identity's mirror (False/MirrorFailed, no error: it needs a person).
 // An API error gives False/MirrorFailed and the error.
 func ensureMirror(ctx context.Context, c client.Client, live client.Reader, identity string, creds credentials, owner client.Object) (MirrorResult, error) {

@@ -41,7 +41,7 @@ func syncCreds(t *testing.T, c client.Client, obj client.Object, cluster *infrav
 	leaks.events(AccessEvents(nil, a.Condition))
 	leaks.err(err)
 	must(t, err)
-	m, err := SyncMirror(ctx, c, k8s, a, obj)
+	m, err := SyncMirror(ctx, c, k8s, a, obj, cluster)
 	leaks.cond(m.Condition)
 	leaks.events(m.Events())
 	leaks.err(err)
@@ -293,7 +293,7 @@ func TestMirrorNeverOverwritesForeignSecret(t *testing.T) {
 					if err != nil || !a.Allowed() {
 						return fmt.Errorf("access %s: %v", a, err)
 					}
-					m, err = SyncMirror(ctx, c, k8s, a, obj)
+					m, err = SyncMirror(ctx, c, k8s, a, obj, nil)
 					leaks.cond(m.Condition)
 					leaks.err(err)
 					return err
@@ -380,7 +380,7 @@ func TestEnsureMirrorErrorsCarryNoCredential(t *testing.T) {
 	// refused before anything is sent, with a clear error.
 	ghost := obj.DeepCopy()
 	ghost.UID = ""
-	m, err := SyncMirror(ctx, k8s, k8s, a, ghost)
+	m, err := SyncMirror(ctx, k8s, k8s, a, ghost, nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -388,7 +388,7 @@ func TestEnsureMirrorErrorsCarryNoCredential(t *testing.T) {
 	// A namespace that does not exist: the API server refuses the create.
 	gone := obj.DeepCopy()
 	gone.Namespace = "no-such-namespace"
-	m, err = SyncMirror(ctx, k8s, k8s, a, gone)
+	m, err = SyncMirror(ctx, k8s, k8s, a, gone, nil)
 	if err == nil || !apierrors.IsNotFound(err) {
 		t.Fatalf("error %v", err)
 	}

@@ -626,3 +626,55 @@ func TestKeptSubjects(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorOwner: the mirror is owned by the objects whose spec names the
+// identity (book: Identities and Credentials, "How credentials reach a
+// Job"; reference-facts §7, captf-creds-<identity>), so a cluster's fleet
+// adds one owner reference, not one per machine.
+func TestMirrorOwner(t *testing.T) {
+	cluster := func(own, defaults string, deleting bool) *infrav1.TerraformCluster {
+		c := tc("c", nil, nil)
+		c.UID = "uid-c"
+		if own != "" {
+			c.Spec.IdentityRef = ref(own)
+		}
+		if defaults != "" {
+			c.Spec.Defaults = &infrav1.ClusterDefaults{IdentityRef: ref(defaults)}
+		}
+		if deleting {
+			c.DeletionTimestamp = &metav1.Time{}
+		}
+		return c
+	}
+	machine := func(own string) *infrav1.TerraformMachine {
+		m := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-m"}}
+		if own != "" {
+			m.Spec.IdentityRef = ref(own)
+		}
+		return m
+	}
+	pool := &infrav1.TerraformMachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p"}}
+	for _, tt := range []struct {
+		name    string
+		obj     client.Object
+		cluster *infrav1.TerraformCluster
+		want    string
+	}{
+		{"a cluster owns the mirror of its own identity", cluster("a", "", false), nil, "uid-c"},
+		{"a machine inheriting the cluster's identityRef puts the cluster's reference", machine(""), cluster("a", "", false), "uid-c"},
+		{"a machine inheriting the cluster's defaults puts the cluster's reference", machine(""), cluster("a", "b", false), "uid-c"},
+		{"a pool inheriting puts the cluster's reference", pool, cluster("a", "", false), "uid-c"},
+		{"a machine's own identityRef the cluster also names: the cluster's reference", machine("a"), cluster("a", "", false), "uid-c"},
+		{"a machine's own identityRef the cluster's defaults name: the cluster's reference", machine("b"), cluster("a", "b", false), "uid-c"},
+		{"a machine's own identity the cluster does not name: its own reference", machine("x"), cluster("a", "b", false), "uid-m"},
+		{"no cluster resolved: its own reference", machine("x"), nil, "uid-m"},
+		{"the cluster being deleted: its own reference, so the mirror outlives the cluster", machine(""), cluster("a", "", true), "uid-m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id, src := IdentityRefFor(tt.obj, tt.cluster)
+			if got := MirrorOwner(tt.obj, tt.cluster, id, src); string(got.GetUID()) != tt.want {
+				t.Fatalf("owner %s, want %s", got.GetUID(), tt.want)
+			}
+		})
+	}
+}

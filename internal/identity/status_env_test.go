@@ -48,7 +48,7 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 	}{{tcA, nil}, {mB, tcB}} {
 		a, err := CheckAccess(ctx, k8s, k8s, o.obj, o.cluster)
 		must(t, err)
-		m, err := SyncMirror(ctx, k8s, k8s, a, o.obj)
+		m, err := SyncMirror(ctx, k8s, k8s, a, o.obj, o.cluster)
 		must(t, err)
 		if !m.Ready() {
 			t.Fatalf("mirror %+v", m.Condition)
@@ -103,7 +103,9 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 	})
 
 	t.Run("once nothing resolves to it and its mirrors are released, it may be deleted", func(t *testing.T) {
-		for _, o := range []client.Object{tcA, mB} {
+		// mB inherits the identity from tcB's defaults: the mirror in
+		// nsB is tcB's (MirrorOwner), released when tcB goes.
+		for _, o := range []client.Object{tcA, mB, tcB} {
 			_, err := ReleaseMirrors(ctx, k8s, k8s, o)
 			must(t, err)
 		}

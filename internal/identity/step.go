@@ -66,16 +66,16 @@ func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj cli
 	var out Credentials
 	var accessErr, mirrorErr, rbacErr error
 	out.Access, accessErr = CheckAccess(ctx, c, live, obj, cluster)
-	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj)
+	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj, cluster)
 	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, obj, cluster)
 	return out, errors.Join(accessErr, mirrorErr, rbacErr)
 }
 
 // runnerRBAC keeps the namespace's runner RBAC for obj: the RoleBinding
 // binds the ServiceAccounts of every object of the namespace, so they are
-// listed (from the cache).
+// listed (from the cache, read in place: nothing here writes to them).
 func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
-	w, err := ListWorkloads(ctx, c, obj.GetNamespace())
+	w, err := listSharedWorkloads(ctx, c, obj.GetNamespace())
 	if err != nil {
 		return RBACResult{Condition: RBACCondition(RBACFacts{Error: err})}, err
 	}

@@ -29,8 +29,21 @@ type Workloads struct {
 
 // ListWorkloads reads the Workloads of namespace ("" for every namespace).
 func ListWorkloads(ctx context.Context, r client.Reader, namespace string) (*Workloads, error) {
+	return listWorkloads(ctx, r, namespace)
+}
+
+// listSharedWorkloads is ListWorkloads without copying each object out of
+// a cache: the Workloads share the cache's objects and must only be read.
+// A pass reads every object of its namespace to bind their ServiceAccounts;
+// copying a 5,000-machine namespace on every pass would cost more than the
+// pass itself.
+func listSharedWorkloads(ctx context.Context, r client.Reader, namespace string) (*Workloads, error) {
+	return listWorkloads(ctx, r, namespace, client.UnsafeDisableDeepCopy)
+}
+
+func listWorkloads(ctx context.Context, r client.Reader, namespace string, extra ...client.ListOption) (*Workloads, error) {
 	w := &Workloads{}
-	opts := []client.ListOption{}
+	opts := append([]client.ListOption{}, extra...)
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}

@@ -49,6 +49,9 @@ type Flow struct {
 	// written guards against deciding on a cached version older than
 	// this manager's own last write (set by Setup).
 	written *written
+	// exports caches each cluster's exports by its state's version (set
+	// by Setup; nil reads the state every time).
+	exports *exportsCache
 }
 
 // kind is the workload kind the flow reconciles: the one that runs its

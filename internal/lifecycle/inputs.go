@@ -127,21 +127,20 @@ func (f *Flow) clusterExports(ctx context.Context, p *Pass) (json.RawMessage, *I
 		w := Waiting(infrav1.WaitingForClusterExportsReason, err.Error())
 		return nil, &w
 	}
-	st, err := state.Read(ctx, f.Client, tc.Namespace, suffix, state.DefaultLimits)
+	exports, ok, err := f.exports.readClusterExports(ctx, f.Client, tc.Namespace, suffix)
 	if err != nil {
 		w := Waiting(infrav1.WaitingForClusterExportsReason, "the cluster state cannot be read: "+err.Error())
 		return nil, &w
 	}
-	out, ok := st.Outputs[contract.OutputExports]
-	if !ok || len(out.Value) == 0 || string(out.Value) == "null" {
+	if !ok {
 		w := Waiting(infrav1.WaitingForClusterExportsReason, "the cluster module's exports output is not set yet")
 		return nil, &w
 	}
-	if err := inputs.CheckClusterOutputs(json.RawMessage(out.Value)); err != nil {
+	if err := inputs.CheckClusterOutputs(exports); err != nil {
 		w := Waiting(infrav1.WaitingForClusterExportsReason, "the cluster module's exports output is invalid: "+err.Error())
 		return nil, &w
 	}
-	return json.RawMessage(out.Value), nil
+	return exports, nil
 }
 
 // bootstrap reads the bootstrap data Secret live (CAPTF never caches it).

@@ -34,6 +34,7 @@ type ControllerOptions struct {
 // Jobs, and the Secrets and Leases that carry its owner labels.
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
+	f.exports = &exportsCache{}
 	kind := f.kind()
 	obj := f.kind().NewObject()
 	log := ctrl.LoggerFrom(ctx)

@@ -5,12 +5,12 @@
 // environment call New with a rest.Config and run the manager in-process.
 //
 // Caches (reference-facts §9): the manager's cache holds only what CAPTF
-// owns or must watch. Secrets, Jobs, Pods and Leases are cached only when
-// labeled captf.io/managed=true, so a Get through the manager's client for
-// any other Secret (a bootstrap, variablesFrom, identity source or image pull
-// Secret) finds nothing: read those through Wiring.Live. ConfigMaps,
-// ServiceAccounts, RoleBindings and Namespaces are never cached: the
-// manager's client reads them live. A second cache (Wiring.Variables) holds
+// owns or must watch. Secrets, Jobs, Pods, Leases, ServiceAccounts and
+// RoleBindings are cached only when labeled captf.io/managed=true, so a Get
+// through the manager's client for any other Secret (a bootstrap,
+// variablesFrom, identity source or image pull Secret) or ServiceAccount (an
+// override) finds nothing: read those through Wiring.Live. ConfigMaps and
+// Namespaces are never cached: the manager's client reads them live. A second cache (Wiring.Variables) holds
 // Secrets and ConfigMaps labeled captf.io/variables=true with their data
 // stripped, for watches only: internal/watches wakes the objects whose
 // spec.variablesFrom names one of them, and the ones using a changed

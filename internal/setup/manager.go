@@ -30,6 +30,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformclusteridentity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinetemplate"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
@@ -65,7 +66,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		Cache:  cacheOptions(o),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cached: read live through the manager's client.
-			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &corev1.Namespace{}},
+			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}},
 		}},
 		Metrics:                       diagnosticsOptions(o, tlsOpt),
 		HealthProbeBindAddress:        o.HealthAddr,
@@ -183,7 +184,8 @@ func defaultNamespaces(o Options) map[string]cache.Config {
 	return map[string]cache.Config{cache.AllNamespaces: {FieldSelector: fields.AndSelectors(not...)}}
 }
 
-// cacheOptions: Secrets, Jobs, Pods and Leases only when CAPTF owns them;
+// cacheOptions: Secrets, Jobs, Pods, Leases, ServiceAccounts and
+// RoleBindings only when CAPTF owns them;
 // everything namespaced within --namespace; managed fields dropped.
 func cacheOptions(o Options) cache.Options {
 	managed := managedSelector()
@@ -192,10 +194,15 @@ func cacheOptions(o Options) cache.Options {
 		DefaultNamespaces: defaultNamespaces(o),
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:        {Label: managed},
+			&corev1.Secret{}:        {Label: managed, Transform: secretTransform},
 			&batchv1.Job{}:          {Label: managed},
 			&corev1.Pod{}:           {Label: managed},
 			&coordinationv1.Lease{}: {Label: managed},
+			// The runner ServiceAccount and RoleBinding every pass
+			// checks; an override ServiceAccount without the label
+			// is read live (identity.getServiceAccount).
+			&corev1.ServiceAccount{}: {Label: managed},
+			&rbacv1.RoleBinding{}:    {Label: managed},
 		},
 	}
 }
@@ -272,4 +279,15 @@ func clientRate(o Options) (float32, int) {
 		return -1, 0
 	}
 	return o.KubeAPIQPS, o.KubeAPIBurst
+}
+
+// secretTransform is the cached Secrets' transform: managed fields dropped,
+// as for every object, and a state backup's data too (state.StripBackupData):
+// N machines' backups would otherwise hold a copy of every state in memory.
+func secretTransform(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if s, ok := obj.(*corev1.Secret); ok && err == nil {
+		return state.StripBackupData(s), nil
+	}
+	return obj, err
 }

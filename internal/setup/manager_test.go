@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
@@ -322,9 +323,12 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, c, ns("scoped-a"), ns("scoped-b"))
+	backup := secret("scoped-a", "backup-a", map[string]string{infrav1.ManagedLabel: "true", infrav1.StateBackupLabel: "true"})
+	backup.Data = map[string][]byte{state.DataKey: []byte("gzip-state-bytes")}
 	create(t, c,
 		secret("scoped-a", "state-a", map[string]string{infrav1.ManagedLabel: "true"}),
 		secret("scoped-b", "state-b", map[string]string{infrav1.ManagedLabel: "true"}),
+		backup,
 	)
 	o := testOptions(t)
 	o.Namespace = "scoped-a"
@@ -333,8 +337,20 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 
 	envtest.Eventually(t, 60*time.Second, "only scoped-a cached", func() (bool, string) {
 		got := secretNames(t, mgr.GetCache(), client.InNamespace("scoped-a"))
-		return slices.Equal(got, []string{"scoped-a/state-a"}), strings.Join(got, ",")
+		return slices.Equal(got, []string{"scoped-a/backup-a", "scoped-a/state-a"}), strings.Join(got, ",")
 	})
+	// A state backup is cached without its data (its size kept), any other
+	// managed Secret with it (reference-facts §9; state.StripBackupData).
+	cached := &corev1.Secret{}
+	if err := mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(backup), cached); err != nil {
+		t.Fatal(err)
+	}
+	if cached.Data != nil || cached.Annotations[state.CachedBytesAnnotation] != "16" {
+		t.Errorf("cached backup: data %d keys, annotations %v; want no data and its size", len(cached.Data), cached.Annotations)
+	}
+	if err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Namespace: "scoped-a", Name: "state-a"}, cached); err != nil || len(cached.Data) == 0 {
+		t.Errorf("a managed Secret that is not a backup lost its data in the cache (%v)", err)
+	}
 	if err := mgr.GetCache().List(context.Background(), &corev1.SecretList{}, client.InNamespace("scoped-b")); err == nil {
 		t.Errorf("a namespace outside --namespace was readable from the cache")
 	}

@@ -79,7 +79,7 @@ func groupBackups(items []corev1.Secret) map[string]*backupSet {
 			continue
 		}
 		set.secrets[idx] = s
-		set.info.Bytes += int64(len(s.Data[DataKey]))
+		set.info.Bytes += chunkBytes(s)
 		if idx == 0 {
 			set.info.Lineage = a[backupLineageAnnotation]
 			set.info.Digest = a[backupDigestAnnotation]

@@ -3,8 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +28,7 @@ const (
 func MachineName(i int) string { return fmt.Sprintf("m-%05d", i) }
 
 func create(ctx context.Context, c client.Client, o client.Object) error {
-	if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := withRetry(ctx, func() error { return c.Create(ctx, o) }); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create %T %s: %w", o, o.GetName(), err)
 	}
 	return nil
@@ -71,7 +69,7 @@ func createCluster(ctx context.Context, c client.Client) error {
 	if err := create(ctx, c, cl); err != nil {
 		return err
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
+	if err := withRetry(ctx, func() error { return c.Get(ctx, client.ObjectKeyFromObject(cl), cl) }); err != nil {
 		return err
 	}
 	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{
@@ -95,34 +93,6 @@ func markInfrastructureProvisioned(ctx context.Context, c client.Client) error {
 	return c.Status().Update(ctx, cl)
 }
 
-// createMachines creates machines [from, to): a bootstrap Secret, a Machine
-// pointing at it and its TerraformMachine, with workers creators at once.
-func createMachines(ctx context.Context, c client.Client, from, to, workers int) error {
-	var next atomic.Int64
-	next.Store(int64(from))
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to || ctx.Err() != nil {
-					return
-				}
-				if err := createMachine(ctx, c, MachineName(i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
 func createMachine(ctx context.Context, c client.Client, name string) error {
 	if err := create(ctx, c, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name + "-bootstrap"},
@@ -143,7 +113,7 @@ func createMachine(ctx context.Context, c client.Client, name string) error {
 		return err
 	}
 	if m.UID == "" {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		if err := withRetry(ctx, func() error { return c.Get(ctx, client.ObjectKeyFromObject(m), m) }); err != nil {
 			return err
 		}
 	}
@@ -155,35 +125,4 @@ func createMachine(ctx context.Context, c client.Client, name string) error {
 	tm.Spec.Source.Image = moduleImage
 	tm.Spec.IdentityRef = &infrav1.IdentityReference{Name: identity}
 	return create(ctx, c, tm)
-}
-
-// readiness counts the TerraformMachines whose Ready condition is True, and
-// reports whether the TerraformCluster is provisioned.
-func readiness(ctx context.Context, c client.Client) (ready, total int, clusterProvisioned bool, err error) {
-	tc := &infrav1.TerraformCluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ClusterName}, tc); err != nil {
-		return 0, 0, false, err
-	}
-	if i := tc.Status.Initialization; i != nil && i.Provisioned != nil && *i.Provisioned {
-		clusterProvisioned = true
-	}
-	// In pages, so that a busy API server answers each in time.
-	cont := ""
-	for {
-		var list infrav1.TerraformMachineList
-		if err := c.List(ctx, &list, client.InNamespace(Namespace), client.Limit(250), client.Continue(cont)); err != nil {
-			return 0, 0, clusterProvisioned, err
-		}
-		for i := range list.Items {
-			total++
-			for _, cond := range list.Items[i].Status.Conditions {
-				if cond.Type == infrav1.ReadyCondition && cond.Status == metav1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		if cont = list.Continue; cont == "" {
-			return ready, total, clusterProvisioned, nil
-		}
-	}
 }

@@ -37,12 +37,22 @@ type Config struct {
 	JobDelay time.Duration
 	// ExecutorWorkers finish Jobs at once.
 	ExecutorWorkers int
+	// Batch is how many machines are created before a pause (default 100),
+	// CreateWorkers how many creates run at once (default 8) and
+	// BatchPause the pause between batches (default 1s): machines are
+	// created while earlier ones run their Jobs, as a fleet grows.
+	Batch         int
+	CreateWorkers int
+	BatchPause    time.Duration
 	// Settle is the wait after all are Ready before the steady window.
 	Settle time.Duration
 	// Steady is the measured window with every machine Ready (0: none).
 	Steady time.Duration
 	// Timeout bounds the bring-up.
 	Timeout time.Duration
+	// ManagerBinary is a manager built beforehand (default: built from
+	// cmd/manager at the start of the run).
+	ManagerBinary string
 	// ManagerArgs are extra manager flags (after the harness's own).
 	ManagerArgs []string
 	// Dir keeps the environment (logs) when set; default a temporary
@@ -104,6 +114,15 @@ func (c *Config) defaults() {
 	if c.ExecutorWorkers == 0 {
 		c.ExecutorWorkers = 16
 	}
+	if c.Batch == 0 {
+		c.Batch = 100
+	}
+	if c.CreateWorkers == 0 {
+		c.CreateWorkers = 8
+	}
+	if c.BatchPause == 0 {
+		c.BatchPause = time.Second
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 10*time.Minute + time.Duration(c.N)*200*time.Millisecond
 	}
@@ -147,11 +166,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(build, 0o755); err != nil {
 		return res, err
 	}
-	managerBin := filepath.Join(build, "manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+	managerBin := cfg.ManagerBinary
+	if managerBin == "" {
+		managerBin = filepath.Join(build, "manager")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+		}
 	}
 	crds, err := framework.RenderedCRDs(root, build)
 	if err != nil {
@@ -205,59 +227,69 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	view, err := fleetView(runCtx, e.Config, c)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	cpuStart, _ := readProc(mgr.Pid())
-	cfg.Logf("creating the cluster and %d machines", cfg.N)
+	cfg.Logf("creating the cluster and %d machines (batches of %d)", cfg.N, cfg.Batch)
 	if err := createCluster(ctx, c); err != nil {
 		return res, err
 	}
-	if err := createMachines(ctx, c, 0, cfg.N, 16); err != nil {
-		return res, err
-	}
-	res.CreateSeconds = time.Since(start).Seconds()
+	// Cluster API's part: the Cluster is marked provisioned as soon as its
+	// TerraformCluster is, while machines are still being created, so
+	// machines flow through their Jobs from the first batch on.
+	provisioned := provisioner(runCtx, c, view)
+	cr := &creator{c: c, workers: cfg.CreateWorkers, batch: cfg.Batch}
+	createDone := make(chan error, 1)
+	go func() {
+		createDone <- cr.run(runCtx, cfg.N, cfg.BatchPause)
+	}()
 
-	// Bring-up: wait for every machine to be Ready, marking the Cluster's
-	// infrastructure provisioned as Cluster API would.
+	// Bring-up: wait for every machine to be Ready.
 	deadline := time.Now().Add(cfg.Timeout)
 	poll := time.Second
 	if cfg.N >= 1000 {
 		poll = 5 * time.Second
 	}
-	marked := false
 	lastLog := time.Time{}
+	created := false
 	for {
 		select {
 		case <-mgr.Exited():
 			return res, fmt.Errorf("the manager exited: %v\n%s", mgr.ExitError(), mgr.LogTail(40))
+		case err := <-createDone:
+			if err != nil {
+				return res, fmt.Errorf("failed to create the fleet: %w", err)
+			}
+			created = true
+			res.CreateSeconds = time.Since(start).Seconds()
+			cfg.Logf("%s: all %d machines created", time.Since(start).Round(time.Second), cfg.N)
+		case err := <-provisioned:
+			if err != nil {
+				return res, err
+			}
+			cfg.Logf("%s: Cluster %s marked provisioned", time.Since(start).Round(time.Second), ClusterName)
 		default:
 		}
-		ready, total, provisioned, err := readiness(ctx, c)
+		ready, total, clusterProvisioned, err := readiness(ctx, view)
 		if err != nil {
-			// A busy API server may time a list out: try again.
-			if ctx.Err() != nil {
-				return res, err
-			}
-			cfg.Logf("%s: reading readiness: %v", time.Since(start).Round(time.Second), err)
-			ready, total = res.ReadyAtEnd, -1
-		}
-		if provisioned && !marked {
-			if err := markInfrastructureProvisioned(ctx, c); err != nil {
-				return res, err
-			}
-			marked = true
+			return res, err
 		}
 		if time.Since(lastLog) > 30*time.Second {
 			st := x.Stats()
-			cfg.Logf("%s: %d/%d machines Ready, %d Jobs finished, manager RSS %.0f MiB", time.Since(start).Round(time.Second), ready, total, st.Finished, mon.last().RSS/(1<<20))
+			cfg.Logf("%s: %d created, %d/%d machines Ready, %d Jobs finished, manager RSS %.0f MiB", time.Since(start).Round(time.Second),
+				cr.created.Load(), ready, total, st.Finished, mon.last().RSS/(1<<20))
 			lastLog = time.Now()
 		}
-		if ready == cfg.N && total == cfg.N {
+		if created && ready == cfg.N && total == cfg.N {
 			break
 		}
 		res.ReadyAtEnd = ready
 		if time.Now().After(deadline) {
 			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
-			return res, fmt.Errorf("%w after %s: %d/%d machines Ready (cluster provisioned %v)", ErrTimeout, cfg.Timeout, ready, total, provisioned)
+			return res, fmt.Errorf("%w after %s: %d created, %d/%d machines Ready (cluster provisioned %v)", ErrTimeout, cfg.Timeout, cr.created.Load(), ready, total, clusterProvisioned)
 		}
 		time.Sleep(poll)
 	}

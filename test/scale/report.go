@@ -99,6 +99,15 @@ func WriteDocs(dir string, rs []Result) error {
 		}
 		return out
 	}
+	// Figures a run that did not reach all Ready never measured.
+	done := func(f func(Result) float64) func(Result) float64 {
+		return func(r Result) float64 {
+			if !r.Complete {
+				return math.NaN()
+			}
+			return f(r)
+		}
+	}
 	if err := linePlot(filepath.Join(dir, MemoryPlot), "Manager memory against TerraformMachines", "MiB", ns, []series{
 		{"peak RSS", pick(func(r Result) float64 { return r.PeakRSSMiB })},
 		{"steady RSS", pick(func(r Result) float64 { return r.SteadyRSSMiB })},
@@ -108,14 +117,14 @@ func WriteDocs(dir string, rs []Result) error {
 	}
 	if err := linePlot(filepath.Join(dir, CPUPlot), "Manager CPU against TerraformMachines", "cores", ns, []series{
 		{"bring-up", pick(func(r Result) float64 { return r.BringUpCPU })},
-		{"steady (drift on)", pick(func(r Result) float64 { return r.SteadyCPU })},
+		{"steady (drift on)", pick(done(func(r Result) float64 { return r.SteadyCPU }))},
 	}); err != nil {
 		return err
 	}
 	return linePlot(filepath.Join(dir, LatencyPlot), "TerraformMachine reconcile latency (bring-up)", "seconds", ns, []series{
-		{"p50", pick(func(r Result) float64 { return r.ReconcileP50 })},
-		{"p95", pick(func(r Result) float64 { return r.ReconcileP95 })},
-		{"p99", pick(func(r Result) float64 { return r.ReconcileP99 })},
+		{"p50", pick(done(func(r Result) float64 { return r.ReconcileP50 }))},
+		{"p95", pick(done(func(r Result) float64 { return r.ReconcileP95 }))},
+		{"p99", pick(done(func(r Result) float64 { return r.ReconcileP99 }))},
 	})
 }
 
@@ -194,13 +203,17 @@ func Table(rs []Result) string {
 	}
 	for _, r := range rs {
 		ready := f1(r.AllReadySeconds)
+		steadyCPU, p50, p95, p99, upReq, steadyReq := f2(r.SteadyCPU), ms(r.ReconcileP50), ms(r.ReconcileP95), ms(r.ReconcileP99), f1(sum(r.BringUpRequests)), f2(sum(r.SteadyRequests))
 		if !r.Complete {
+			// A run that ended before all Ready measured neither a
+			// steady window nor the bring-up's latency and requests;
+			// its "steady" memory is the last sample.
 			ready = fmt.Sprintf("not reached: %d Ready after %s", r.ReadyAtEnd, f1(r.AllReadySeconds))
+			steadyCPU, p50, p95, p99, upReq, steadyReq = "–", "–", "–", "–", "–", "–"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %.0f | %s | %s |\n",
 			r.N, ready, r.Jobs, f1(r.JobsPerSecond), f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB), f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
-			f2(r.BringUpCPU), f2(r.SteadyCPU), f1(r.CPUPerJobMilli), ms(r.ReconcileP50), ms(r.ReconcileP95), ms(r.ReconcileP99), r.MaxQueue,
-			f1(sum(r.BringUpRequests)), f2(sum(r.SteadyRequests)))
+			f2(r.BringUpCPU), steadyCPU, f1(r.CPUPerJobMilli), p50, p95, p99, r.MaxQueue, upReq, steadyReq)
 	}
 	b.WriteString("\nAPI requests per second during bring-up, by verb and resource (the ten busiest; the executor's stand-in writes for the kubelet, the Job controller and the runner's backend are included):\n\n")
 	b.WriteString("| N | requests/s |\n| ---: | --- |\n")
@@ -211,6 +224,9 @@ func Table(rs []Result) string {
 				break
 			}
 			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.BringUpRequests[k]))
+		}
+		if len(parts) == 0 {
+			parts = []string{"not measured (the run did not reach all Ready)"}
 		}
 		fmt.Fprintf(&b, "| %d | %s |\n", r.N, strings.Join(parts, ", "))
 	}
@@ -226,6 +242,9 @@ func Table(rs []Result) string {
 		}
 		if len(parts) == 0 {
 			parts = []string{"none"}
+			if !r.Complete {
+				parts = []string{"not measured (the run did not reach all Ready)"}
+			}
 		}
 		fmt.Fprintf(&b, "| %d | %.0f | %d | %s |\n", r.N, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
 	}

@@ -30,6 +30,8 @@ func main() {
 	docs := flag.Bool("docs", true, "write the results file, table and plots under docs/book/operator-guide")
 	keep := flag.String("keep", "", "keep each run's environment (logs) under this folder")
 	timeout := flag.Duration("timeout", 0, "bound on each bring-up (default 10m + 200ms per machine); a run that times out is recorded as incomplete with its figures so far")
+	managerBin := flag.String("manager-bin", "", "a manager binary built beforehand, used by every run (default: each run builds cmd/manager)")
+	batch := flag.Int("batch", 100, "machines created per batch; the next batch is created a second later, while earlier machines run their Jobs")
 	merge := flag.String("merge", "", "instead of running, merge the results files listed (comma-separated) into the page's and rewrite the table and plots")
 	flag.Parse()
 	if *merge != "" {
@@ -41,13 +43,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *delay, *settle, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout); err != nil {
+	if err := run(ctx, *ns, *delay, *settle, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout, *batch, *managerBin); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, list string, delay, settle, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration) error {
+func run(ctx context.Context, list string, delay, settle, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration, batch int, managerBin string) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -58,7 +60,7 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		if err != nil || n < 1 {
 			return fmt.Errorf("-n: %q is not a fleet size", f)
 		}
-		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, Steady: steady, ManagerArgs: extra,
+		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, Steady: steady, ManagerArgs: extra, Batch: batch, ManagerBinary: managerBin,
 			Logf: func(format string, args ...any) { fmt.Printf("N=%d: %s\n", n, fmt.Sprintf(format, args...)) }}
 		if keep != "" {
 			cfg.Dir = filepath.Join(keep, "n"+strconv.Itoa(n))
