@@ -95,27 +95,22 @@ func ReadLayout(dir, refName string) (v1.Image, error) {
 // for those names; insecure forces plain HTTP for any registry. It returns
 // the image's digest reference.
 func Push(ctx context.Context, ref string, img v1.Image, insecure bool, opts ...remote.Option) (name.Digest, error) {
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	r, err := name.ParseReference(ref, nopts...)
-	if err != nil {
-		return name.Digest{}, fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	if err := remote.Write(r, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
-		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
-	}
-	h, err := img.Digest()
-	if err != nil {
-		return name.Digest{}, err
-	}
-	return r.Context().Digest(h.String()), nil
+	return push(ref, insecure, img, func(r name.Reference) error {
+		return remote.Write(r, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
+	})
 }
 
 // PushIndex is Push for a multi-platform image index: every platform's
 // image, then the index under ref.
 func PushIndex(ctx context.Context, ref string, idx v1.ImageIndex, insecure bool, opts ...remote.Option) (name.Digest, error) {
+	return push(ref, insecure, idx, func(r name.Reference) error {
+		return remote.WriteIndex(r, idx, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
+	})
+}
+
+// push parses ref, writes what has digest d to it and returns its digest
+// reference.
+func push(ref string, insecure bool, d interface{ Digest() (v1.Hash, error) }, write func(name.Reference) error) (name.Digest, error) {
 	var nopts []name.Option
 	if insecure {
 		nopts = append(nopts, name.Insecure)
@@ -124,10 +119,10 @@ func PushIndex(ctx context.Context, ref string, idx v1.ImageIndex, insecure bool
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("image reference %q: %w", ref, err)
 	}
-	if err := remote.WriteIndex(r, idx, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+	if err := write(r); err != nil {
 		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
 	}
-	h, err := idx.Digest()
+	h, err := d.Digest()
 	if err != nil {
 		return name.Digest{}, err
 	}
