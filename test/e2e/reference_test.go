@@ -182,6 +182,12 @@ func TestReferenceBringUp(t *testing.T) {
 			return false, "the cluster's inputs do not have control_plane_initialized true yet"
 		}
 		ok, why := ready(tc)
+		// The durable inputs are written before the re-apply's Job is
+		// created: until that Job exists the cluster's last run is still
+		// its first apply.
+		if ok && countJobsOf(timeline, "TerraformCluster/"+name) < 2 {
+			return false, "the cluster's re-apply with control_plane_initialized has not been created yet"
+		}
 		if ok && (tc.Status.ActiveJob != nil || tc.Status.LastRun == nil || tc.Status.LastRun.Job != lastJobOf(timeline, "TerraformCluster/"+name)) {
 			return false, "the cluster's re-apply has not been reported"
 		}
@@ -286,6 +292,17 @@ func TestReferenceBringUp(t *testing.T) {
 }
 
 // lastJobOf is the name of the newest Job of an owner the timeline saw.
+// countJobsOf counts the Jobs of owner the timeline saw created.
+func countJobsOf(tl *framework.Timeline, owner string) int {
+	n := 0
+	for _, j := range tl.Jobs() {
+		if j.Owner == owner {
+			n++
+		}
+	}
+	return n
+}
+
 func lastJobOf(tl *framework.Timeline, owner string) string {
 	last := ""
 	for _, j := range tl.Jobs() {

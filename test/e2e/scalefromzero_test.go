@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,9 +78,12 @@ func TestTemplateScaleFromZero(t *testing.T) {
 		if err := w.c.Get(ctx, client.ObjectKeyFromObject(tmt), tmt); err != nil {
 			return false, err.Error()
 		}
+		// Cluster API's patch helper writes the conditions before the rest
+		// of the status, so the capacity can follow the condition by one
+		// request.
 		c := conditionOf(tmt, infrav1.CapacityResolvedCondition)
-		return c.Status == metav1.ConditionTrue && c.Reason == infrav1.CapacityResolvedReason,
-			fmt.Sprintf("CapacityResolved %s/%s: %s", c.Status, c.Reason, c.Message)
+		return c.Status == metav1.ConditionTrue && c.Reason == infrav1.CapacityResolvedReason && len(tmt.Status.Capacity) > 0,
+			fmt.Sprintf("CapacityResolved %s/%s: %s; capacity %s", c.Status, c.Reason, c.Message, describe(tmt.Status.Capacity))
 	})
 	t.Logf("the template resolved %s after the start", time.Since(begin).Round(time.Second))
 
@@ -124,13 +128,17 @@ func TestTemplateScaleFromZero(t *testing.T) {
 	t.Logf("the MachineDeployment at zero read as a node group %s after the start", time.Since(begin).Round(time.Second))
 
 	// The autoscaler scales a node group through the scale subresource.
-	scale := &autoscalingv1.Scale{}
+	// Cluster API's controllers may write the MachineDeployment between the
+	// read and the update; the update is retried on a conflict.
 	mdObj := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: md, Namespace: ns}}
-	if err := w.c.SubResource("scale").Get(ctx, mdObj, scale); err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 1
-	if err := w.c.SubResource("scale").Update(ctx, mdObj, client.WithSubResourceBody(scale)); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale := &autoscalingv1.Scale{}
+		if err := w.c.SubResource("scale").Get(ctx, mdObj, scale); err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 1
+		return w.c.SubResource("scale").Update(ctx, mdObj, client.WithSubResourceBody(scale))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	w.eventually(ctx, 2*time.Minute, "a TerraformMachine cloned from the template for the machine scaled from zero", func() (bool, string) {
