@@ -26,12 +26,7 @@ import (
 // state write, the lock) fell into the outage, its Job fails and the
 // apply runs again after the backoff, counted as a second apply.
 func TestFaultAPIServerRestartedMidApply(t *testing.T) {
-	b := newFaultBringUp(t, 44, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 44)
 	job := b.runningJob(ctx, "TerraformMachine/"+b.machines[0], "apply")
 	t0 := time.Now()
 	if err := b.w.e.ControlPlane.RestartAPIServer(ctx, 10*time.Second); err != nil {
@@ -47,12 +42,7 @@ func TestFaultAPIServerRestartedMidApply(t *testing.T) {
 // request that needs storage, then serves again on the same data. The
 // bring-up converges as after an API server restart.
 func TestFaultEtcdStoppedAndStarted(t *testing.T) {
-	b := newFaultBringUp(t, 45, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 45)
 	job := b.runningJob(ctx, "TerraformMachine/"+b.machines[0], "apply")
 	cp := b.w.e.ControlPlane
 	if err := cp.StopEtcd(10 * time.Second); err != nil {

@@ -42,12 +42,7 @@ import (
 // only.
 func TestFaultRunnerKilledHoldingLock(t *testing.T) {
 	t.Parallel()
-	b := newFaultBringUp(t, 43, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 43)
 	owner := "TerraformMachine/" + b.machines[0]
 	job := b.firstJob(ctx, owner, "apply")
 	tm := &infrav1.TerraformMachine{}
@@ -136,12 +131,7 @@ func killPod(t *testing.T, uid string) []int {
 // of CAPTF's is left in the namespace (state, inputs, mirrors, leases).
 func TestFaultManagerKilledDuringDestroy(t *testing.T) {
 	t.Parallel()
-	b := newFaultBringUp(t, 42, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 42)
 	b.waitConverged(ctx, 10*time.Minute)
 	b.stop()
 	f := b.run(ctx, func(f *framework.Faults, cancel context.CancelFunc) {

@@ -47,12 +47,7 @@ func (b *faultBringUp) interruptions(ctx context.Context) int {
 // re-apply, two applies of the machine.
 func TestFaultApplyPodDeleted(t *testing.T) {
 	t.Parallel()
-	b := newFaultBringUp(t, 40, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 40)
 	owner := "TerraformMachine/" + b.machines[0]
 	job := b.firstJob(ctx, owner, "apply")
 	var pod *corev1.Pod
@@ -87,12 +82,7 @@ func TestFaultApplyPodDeleted(t *testing.T) {
 // re-apply once control_plane_initialized flips), one machine apply.
 func TestFaultApplyJobDeleted(t *testing.T) {
 	t.Parallel()
-	b := newFaultBringUp(t, 41, 1, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	b.run(ctx, nil)
-	defer b.stop()
-	b.apply(ctx)
+	b, ctx := startFaultScenario(t, 41)
 	owner := "TerraformCluster/" + b.name
 	job := b.firstJob(ctx, owner, "apply")
 	if err := b.w.c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {

@@ -95,6 +95,19 @@ func (b *faultBringUp) run(ctx context.Context, wrap func(*framework.Faults, con
 	return f
 }
 
+// startFaultScenario starts a fault scenario: a bring-up of one control-plane
+// machine in namespace fault-<i>, its manager running and its objects
+// created, within 15 minutes; the manager is stopped when the test ends.
+func startFaultScenario(t *testing.T, i int) (*faultBringUp, context.Context) {
+	b := newFaultBringUp(t, i, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	b.run(ctx, nil)
+	t.Cleanup(b.stop)
+	b.apply(ctx)
+	return b, ctx
+}
+
 // stop stops the scenario's manager and waits for it.
 func (b *faultBringUp) stop() {
 	if b.managerCancel == nil {
