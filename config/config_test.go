@@ -232,6 +232,29 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 	}
 }
 
+// TestCRDsCarryWhatClusterctlMoveReads checks the labels clusterctl reads
+// on CAPTF's CRDs (Templates and ClusterClass, move; reference-facts §7):
+// the provider label, the contract label, and move-hierarchy on
+// TerraformClusterIdentity alone, so clusterctl move carries an identity
+// with the objects that reference it. (clusterctl init adds its own
+// clusterctl.cluster.x-k8s.io label to every component it installs.)
+func TestCRDsCarryWhatClusterctlMoveReads(t *testing.T) {
+	crds := decode(t, render(t, filepath.Join(root, "config", "crd")))
+	if len(crds) != 7 {
+		t.Fatalf("%d CRDs rendered, want 7", len(crds))
+	}
+	for _, u := range crds {
+		l := u.GetLabels()
+		if l[infrav1.ProviderLabel] != "infrastructure-terraform" || l["cluster.x-k8s.io/v1beta2"] != infrav1.GroupVersion.Version {
+			t.Errorf("%s: labels %v lack the provider or contract label", u.GetName(), l)
+		}
+		_, hierarchy := l[infrav1.MoveHierarchyLabel]
+		if want := u.GetName() == "terraformclusteridentities."+infrav1.GroupVersion.Group; hierarchy != want {
+			t.Errorf("%s: %s present %v, want %v", u.GetName(), infrav1.MoveHierarchyLabel, hierarchy, want)
+		}
+	}
+}
+
 func envValue(c corev1.Container, name string) string {
 	for _, e := range c.Env {
 		if e.Name == name {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -25,6 +26,9 @@ import (
 var (
 	scheme *runtime.Scheme
 	k8s    client.Client // direct (a client.WithWatch): every read is live, never a stale cache
+	// kubeconfig is an admin kubeconfig of the API server, for clusterctl's
+	// library, which reads one.
+	kubeconfig string
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -34,7 +38,7 @@ func runMain(m *testing.M) int {
 	// and events, not logs.
 	ctrl.SetLogger(logr.Discard())
 	scheme = runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -57,6 +61,16 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	dir, err := os.MkdirTemp("", "captf-lifecycle-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if kubeconfig, err = envtest.AdminKubeconfig(env, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
