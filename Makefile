@@ -89,6 +89,10 @@ scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) a
 chaos: tools ## Run the fault-injection matrix: the manager killed after every write site of the reference bring-up, and the fault scenarios.
 	go test $(GO_TEST_FLAGS) -tags chaos -run 'TestFault' -v ./test/e2e/
 
+.PHONY: move
+move: tools ## Move a cluster between two local environments with clusterctl move (Cluster API's own library) and check what the target rebuilds.
+	go test $(GO_TEST_FLAGS) -tags move -run 'TestClusterctlMove' -v ./test/e2e/
+
 ##@ Build
 
 .PHONY: build

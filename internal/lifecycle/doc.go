@@ -8,7 +8,9 @@
 //
 //	preamble      preamble.go: externally managed, owner lookup (an owner
 //	              wait ends the pass unless the object is being deleted),
-//	              finalizer, pause
+//	              finalizer, pause; a paused pass runs bookkeeping, adopts
+//	              the state of an apply that finished while paused and
+//	              clears the move block (the paused branch), then decide
 //	credentials   credentials.go: identity, credential mirror, runner RBAC
 //	              (not when paused)
 //	bookkeeping   bookkeeping.go: finished Jobs into status, digest pin,

@@ -128,7 +128,8 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 
 // passSteps runs the paused branch or the steps of an unpaused pass. A
 // paused object bookkeeps its finished Jobs, deletes a Job that can never
-// start and clears the move block once no Job is active; internal/decide
+// start and, once no Job is active, adopts the state of an apply that
+// finished meanwhile and clears the move block; internal/decide
 // then waits on the pause. While a Job is active, state is not read and no
 // inputs are built: decide waits on the Job.
 func (f *Flow) passSteps(ctx context.Context, p *Pass) error {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -98,11 +99,36 @@ func clusterOrEmpty(c *clusterv1.Cluster) *clusterv1.Cluster {
 }
 
 // pausedBranch: a paused object processes its finished Jobs (bookkeeping ran
-// before it), deletes a Job that can never start, and clears the move block
-// once no Job is active; it starts nothing new.
+// before it), deletes a Job that can never start, and once no Job is active
+// adopts the state of an apply that finished while paused and clears the
+// move block; it starts nothing new.
 func (f *Flow) pausedBranch(ctx context.Context, p *Pass) error {
 	if p.Active != nil {
 		return f.deleteIfStuck(ctx, p)
 	}
+	if err := f.adoptWhilePaused(ctx, p); err != nil {
+		return err
+	}
 	return f.clearMoveBlock(ctx, p)
+}
+
+// adoptWhilePaused adopts the state of an apply that finished while the
+// object was paused, before the move block clears: clusterctl move pauses
+// the Cluster and then waits for the block, so the state it carries away
+// must already record that apply's inputs hash (and be owned by the
+// object), or the target, which has no Jobs to read it from, would apply
+// the same inputs again. A state that cannot be read is left to the next
+// unpaused pass; an API error fails the pass and keeps the block.
+func (f *Flow) adoptWhilePaused(ctx context.Context, p *Pass) error {
+	st, err := state.Read(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	switch {
+	case err == nil:
+	case errors.Is(err, state.ErrNotFound) || state.ReasonOf(err) != "":
+		return nil
+	default:
+		return fmt.Errorf("failed to read the state: %w", err)
+	}
+	p.State = st
+	defer func() { p.State = nil }()
+	return f.adopt(ctx, p)
 }

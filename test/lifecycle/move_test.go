@@ -92,8 +92,11 @@ func labelCRDsForClusterctl(t *testing.T) {
 // and created again by the mover (FromDirectory) with new UIDs and no
 // status. test/e2e's move scenario (make move) runs a real move between
 // two environments.
+//
+// It does not run in parallel: move lists a cluster-scoped kind
+// cluster-wide, so it would copy the identities of the other tests too,
+// which they delete when they end.
 func TestClusterctlMove(t *testing.T) {
-	t.Parallel()
 	labelCRDsForClusterctl(t)
 	e := newEnv(t)
 	ctx := e.ctx
@@ -145,6 +148,28 @@ func TestClusterctlMove(t *testing.T) {
 	if providerID == "" || endpoint.Host == "" {
 		t.Fatalf("source: providerID %q, endpoint %+v: want both latched", providerID, endpoint)
 	}
+	// clusterctl move pauses the Cluster while a Job runs and waits for
+	// the block: an apply of a variables change, finished while paused,
+	// is booked by the paused pass, which clears the block. Its state
+	// must leave with that apply's inputs hash recorded.
+	e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
+	e.mustPass(w.TC)
+	held := e.wantJob(w.TC, infrav1.OperationApply)
+	e.update(w.Cluster, func() { w.Cluster.Spec.Paused = ptr.To(true) })
+	e.advance(30 * time.Second)
+	serial++
+	// The backend rewrites the state's data; the annotations stay.
+	e.writeState(w.TC, stateOf(serial, clusterOutputs(), e.stateSecret(w.TC).Annotations[infrav1.InputsHashAnnotation]))
+	e.finishJob(held, succeeded, nil)
+	e.mustPass(w.TC)
+	if _, blocked := w.TC.Annotations[infrav1.BlockMoveAnnotation]; blocked {
+		t.Fatal("the paused pass did not clear the move block once the Job finished")
+	}
+	if got := e.stateSecret(w.TC).Annotations[infrav1.InputsHashAnnotation]; got != held.Annotations[infrav1.InputsHashAnnotation] {
+		t.Errorf("the state leaves with inputs hash %q, want the held apply's %q", got, held.Annotations[infrav1.InputsHashAnnotation])
+	}
+	// move itself starts from an unpaused Cluster and pauses it.
+	e.update(w.Cluster, func() { w.Cluster.Spec.Paused = nil })
 	jobsBefore := len(e.jobsOf(w.TC)) + len(e.jobsOf(mw.TM))
 	oldUID := w.TC.UID
 
@@ -299,7 +324,7 @@ func TestClusterctlMove(t *testing.T) {
 			t.Errorf("%s %s: state Secret %v not owned by the moved object", kindOf(o), o.GetName(), s)
 		}
 	}
-	if want := int(serial) + 1; jobsBefore != want {
+	if want := int(serial) + 1; jobsBefore != want { // the cluster's applies and the machine's
 		t.Errorf("%d Jobs on the source, want %d", jobsBefore, want)
 	}
 }
