@@ -298,7 +298,7 @@ func (w *Workload) createStaticPod(ctx context.Context, node *corev1.Node, compo
 				WorkloadNamespaceLabel: w.ns, WorkloadClusterLabel: w.cluster,
 			},
 			Annotations: map[string]string{
-				corev1.MirrorPodAnnotationKey:    "captf-e2e-" + component,
+				corev1.MirrorPodAnnotationKey: "captf-e2e-" + component,
 				"kubernetes.io/config.source": "file",
 			},
 			OwnerReferences: []metav1.OwnerReference{{
