@@ -35,6 +35,12 @@ const nodeRoleControlPlane = "node-role.kubernetes.io/control-plane"
 
 // WorkloadOptions configure a Workload.
 type WorkloadOptions struct {
+	// WorkersOnly registers no Node for control-plane Machines. With a
+	// managed etcd, KubeadmControlPlane dials the etcd member of every
+	// control-plane Node it finds through a port-forward to its etcd pod,
+	// which no played kubelet serves (and which Cluster API v1.14.2's
+	// dialer does racily when several are open at once).
+	WorkersOnly bool
 	// ManagedEtcd also plays the etcd static pod on control-plane Nodes
 	// (a KubeadmControlPlane without external etcd).
 	ManagedEtcd bool
@@ -149,7 +155,7 @@ func (w *Workload) Sync(ctx context.Context) error {
 	if err := w.c.List(ctx, &pods, client.InNamespace(metav1.NamespaceSystem), w.selector()); err != nil {
 		return fmt.Errorf("workload %s/%s: failed to list pods: %w", w.ns, w.cluster, err)
 	}
-	want := desiredWorkload(machines.Items, w.opts.ManagedEtcd)
+	want := desiredWorkload(machines.Items, w.opts.WorkersOnly, w.opts.ManagedEtcd)
 	have := map[string]*corev1.Node{}
 	for i := range nodes.Items {
 		have[nodes.Items[i].Name] = &nodes.Items[i]
@@ -199,8 +205,9 @@ type workloadMachine struct {
 
 // desiredWorkload: the Nodes the Machines call for, by Node name (the
 // Machine's name, as kubeadm's default node name is the host's): every
-// Machine with a providerID that is not deleting.
-func desiredWorkload(machines []clusterv1.Machine, managedEtcd bool) map[string]workloadMachine {
+// Machine with a providerID that is not deleting (but control-plane ones
+// when workersOnly).
+func desiredWorkload(machines []clusterv1.Machine, workersOnly, managedEtcd bool) map[string]workloadMachine {
 	out := map[string]workloadMachine{}
 	for i := range machines {
 		m := &machines[i]
@@ -209,6 +216,9 @@ func desiredWorkload(machines []clusterv1.Machine, managedEtcd bool) map[string]
 		}
 		wm := workloadMachine{name: m.Name, providerID: m.Spec.ProviderID}
 		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+			if workersOnly {
+				continue
+			}
 			wm.controlPlane = true
 			wm.components = append([]string(nil), staticPodComponents...)
 			if managedEtcd {

@@ -39,19 +39,22 @@ func TestDesiredWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		machines    []clusterv1.Machine
+		workersOnly bool
 		managedEtcd bool
 		want        map[string][]string // node → static pod components
 	}{
-		{"no providerID yet: no Node", []clusterv1.Machine{machine("w", "", false, false)}, false, map[string][]string{}},
-		{"a worker: a Node, no static pods", []clusterv1.Machine{machine("w", "p://w", false, false)}, false, map[string][]string{"w": nil}},
-		{"a deleting Machine: no Node", []clusterv1.Machine{machine("w", "p://w", false, true)}, false, map[string][]string{}},
-		{"a control plane with external etcd: three static pods", []clusterv1.Machine{machine("cp", "p://cp", true, false)}, false,
+		{"no providerID yet: no Node", []clusterv1.Machine{machine("w", "", false, false)}, false, false, map[string][]string{}},
+		{"a worker: a Node, no static pods", []clusterv1.Machine{machine("w", "p://w", false, false)}, false, false, map[string][]string{"w": nil}},
+		{"a deleting Machine: no Node", []clusterv1.Machine{machine("w", "p://w", false, true)}, false, false, map[string][]string{}},
+		{"a control plane with external etcd: three static pods", []clusterv1.Machine{machine("cp", "p://cp", true, false)}, false, false,
 			map[string][]string{"cp": {"kube-apiserver", "kube-controller-manager", "kube-scheduler"}}},
-		{"a control plane with managed etcd: etcd too", []clusterv1.Machine{machine("cp", "p://cp", true, false)}, true,
+		{"a control plane with managed etcd: etcd too", []clusterv1.Machine{machine("cp", "p://cp", true, false)}, false, true,
 			map[string][]string{"cp": {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"}}},
+		{"workers only: no Node for a control-plane Machine", []clusterv1.Machine{machine("cp", "p://cp", true, false), machine("w", "p://w", false, false)}, true, true,
+			map[string][]string{"w": nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := desiredWorkload(tc.machines, tc.managedEtcd)
+			got := desiredWorkload(tc.machines, tc.workersOnly, tc.managedEtcd)
 			if len(got) != len(tc.want) {
 				t.Fatalf("Nodes %v, want %v", got, tc.want)
 			}
