@@ -260,10 +260,19 @@ func (w *Workload) registerNode(ctx context.Context, m workloadMachine) (*corev1
 	now := metav1.Now()
 	node.Status = corev1.NodeStatus{
 		Phase: corev1.NodeRunning,
-		Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-		}},
+		// Ready, and none of the pressures Cluster API's NodeHealthy
+		// summarizes with it (a condition not reported leaves the Machine's
+		// NodeHealthy Unknown, so the Machine never becomes available).
+		Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory",
+				LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure",
+				LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID",
+				LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now},
+		},
 		// No InternalIP: nothing can dial this kubelet (a port-forward to
 		// one of its pods fails at once).
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: m.name}},

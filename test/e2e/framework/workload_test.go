@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -129,8 +130,15 @@ func TestWorkloadOnAPIServer(t *testing.T) {
 		if n.Spec.ProviderID != m.Spec.ProviderID {
 			t.Errorf("Node %s providerID %q, want the Machine's %q", n.Name, n.Spec.ProviderID, m.Spec.ProviderID)
 		}
-		if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != corev1.NodeReady || n.Status.Conditions[0].Status != corev1.ConditionTrue {
-			t.Errorf("Node %s conditions %+v, want Ready=True", n.Name, n.Status.Conditions)
+		// What Cluster API's NodeReady and NodeHealthy read.
+		conds := map[corev1.NodeConditionType]corev1.ConditionStatus{}
+		for _, c := range n.Status.Conditions {
+			conds[c.Type] = c.Status
+		}
+		if want := map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeReady: corev1.ConditionTrue,
+			corev1.NodeMemoryPressure: corev1.ConditionFalse, corev1.NodeDiskPressure: corev1.ConditionFalse,
+			corev1.NodePIDPressure: corev1.ConditionFalse}; !maps.Equal(conds, want) {
+			t.Errorf("Node %s conditions %v, want %v", n.Name, conds, want)
 		}
 		_, label := n.Labels[nodeRoleControlPlane]
 		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
