@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -71,8 +72,8 @@ type Workload struct {
 	ns, cluster string
 	opts        WorkloadOptions
 
-	mu   sync.Mutex
-	errs []string
+	mu      sync.Mutex
+	lastErr error
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -101,11 +102,9 @@ func StartWorkload(c client.Client, ns, cluster string, opts WorkloadOptions) *W
 		t := time.NewTicker(w.opts.Interval)
 		defer t.Stop()
 		for {
-			if err := w.Sync(ctx); err != nil && ctx.Err() == nil {
+			if err := w.Sync(ctx); ctx.Err() == nil {
 				w.mu.Lock()
-				if len(w.errs) < 20 {
-					w.errs = append(w.errs, err.Error())
-				}
+				w.lastErr = err
 				w.mu.Unlock()
 			}
 			select {
@@ -127,12 +126,13 @@ func (w *Workload) Stop() {
 	}
 }
 
-// Errors returns the first errors of the passes, for a failing test to
-// show.
-func (w *Workload) Errors() []string {
+// Err returns the error of the latest pass (nil when it succeeded), for a
+// failing test to show. A pass that fails, on a conflict with Cluster API
+// writing the same Node for instance, is made again at the next one.
+func (w *Workload) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.errs...)
+	return w.lastErr
 }
 
 func (w *Workload) selector() client.MatchingLabels {
@@ -168,13 +168,10 @@ func (w *Workload) Sync(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		m := want[name]
-		node := have[name]
-		if node == nil {
-			var err error
-			if node, err = w.registerNode(ctx, m); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		node, err := w.registerNode(ctx, m, have[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		if m.controlPlane {
 			errs = append(errs, w.ensureStaticPods(ctx, node, m.components, pods.Items))
@@ -234,7 +231,43 @@ func desiredWorkload(machines []clusterv1.Machine, workersOnly, managedEtcd bool
 // and the Node's name.
 func staticPodName(component, node string) string { return component + "-" + node }
 
-func (w *Workload) registerNode(ctx context.Context, m workloadMachine) (*corev1.Node, error) {
+// registerNode creates the Node of m unless it exists (node) and reports
+// it Ready unless it is.
+func (w *Workload) registerNode(ctx context.Context, m workloadMachine, node *corev1.Node) (*corev1.Node, error) {
+	if node != nil && nodeReady(node) {
+		return node, nil
+	}
+	if node == nil {
+		var err error
+		if node, err = w.createNode(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	// Cluster API writes the Node too (labels, annotations): read it again
+	// on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := w.c.Get(ctx, client.ObjectKey{Name: m.name}, node); err != nil {
+			return err
+		}
+		node.Status = w.nodeStatus(m)
+		return w.c.Status().Update(ctx, node)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workload %s/%s: failed to report Node %s Ready: %w", w.ns, w.cluster, m.name, err)
+	}
+	return node, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (w *Workload) createNode(ctx context.Context, m workloadMachine) (*corev1.Node, error) {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.name,
@@ -254,11 +287,13 @@ func (w *Workload) registerNode(ctx context.Context, m workloadMachine) (*corev1
 	if err := w.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("workload %s/%s: failed to register Node %s: %w", w.ns, w.cluster, m.name, err)
 	}
-	if err := w.c.Get(ctx, client.ObjectKey{Name: m.name}, node); err != nil {
-		return nil, fmt.Errorf("workload %s/%s: failed to read Node %s: %w", w.ns, w.cluster, m.name, err)
-	}
+	return node, nil
+}
+
+// nodeStatus is what a healthy kubelet reports for its Node.
+func (w *Workload) nodeStatus(m workloadMachine) corev1.NodeStatus {
 	now := metav1.Now()
-	node.Status = corev1.NodeStatus{
+	return corev1.NodeStatus{
 		Phase: corev1.NodeRunning,
 		// Ready, and none of the pressures Cluster API's NodeHealthy
 		// summarizes with it (a condition not reported leaves the Machine's
@@ -281,10 +316,6 @@ func (w *Workload) registerNode(ctx context.Context, m workloadMachine) (*corev1
 			OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.0.0",
 		},
 	}
-	if err := w.c.Status().Update(ctx, node); err != nil {
-		return nil, fmt.Errorf("workload %s/%s: failed to report Node %s Ready: %w", w.ns, w.cluster, m.name, err)
-	}
-	return node, nil
 }
 
 func (w *Workload) ensureStaticPods(ctx context.Context, node *corev1.Node, components []string, pods []corev1.Pod) error {
