@@ -313,6 +313,10 @@ func (w *world) rolledOut(ctx context.Context, ns, name string, wl *framework.Wo
 	w.t.Helper()
 	oldTM := old.Spec.InfrastructureRef.Name
 	destroyed := false
+	begin := time.Now()
+	defer func() {
+		w.t.Logf("the old worker was gone %s after the new worker TerraformMachine was Ready", time.Since(begin).Round(time.Second))
+	}()
 	w.eventually(ctx, 6*time.Minute, "the old worker Machine and its TerraformMachine to be deleted (destroy Job) and the MachineDeployment to settle on one new available Machine", func() (bool, string) {
 		var jobs batchv1.JobList
 		if err := w.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{

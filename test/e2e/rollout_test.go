@@ -52,7 +52,11 @@ import (
 // etcd member to inspect (a managed etcd is reached through a port-forward
 // to its pod, which no played kubelet serves).
 //
-// Changing machineImage makes KubeadmControlPlane create a second machine
+// KubeadmControlPlane v1.14.2 finds the first machine's KubeadmConfig (a
+// kubeadm init) out of date with its spec on this external etcd and
+// replaces it with a joined one before anything else: the scenario waits
+// for the control plane to settle on one up-to-date Machine first. Then
+// changing machineImage makes KubeadmControlPlane create a second machine
 // on a TerraformMachineTemplate of the new image (apply Job), wait for its
 // Node and static pods, then delete the old one: its Machine and its
 // TerraformMachine go, through a destroy Job.
@@ -100,14 +104,26 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 		})
 	}
 
-	old := &clusterv1.Machine{}
-	var early []string
-	w.eventually(ctx, 8*time.Minute, "the control-plane Machine to have its Node and healthy static pods, its TerraformMachine Ready", func() (bool, string) {
-		ms, why := w.controlPlaneMachines(ctx, ns, name)
-		if strings.Count(why, "; Machine ") > 0 && len(early) < 3 {
-			early = append(early, why)
+	// Why KubeadmControlPlane found each Machine out of date, for the log.
+	outdated := map[string]string{}
+	noteOutdated := func() {
+		var all clusterv1.MachineList
+		if err := w.c.List(ctx, &all, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err == nil {
+			for i := range all.Items {
+				if u := conditionOf(&all.Items[i], clusterv1.MachineUpToDateCondition); u.Status == metav1.ConditionFalse {
+					outdated[all.Items[i].Name] = u.Reason + ": " + u.Message
+				}
+			}
 		}
-		if len(ms) != 1 {
+	}
+	// Up to date too: KubeadmControlPlane replaces the first machine before
+	// the image changes (see the log); the rollout below starts from a
+	// settled control plane.
+	old := &clusterv1.Machine{}
+	w.eventually(ctx, 8*time.Minute, "the control plane to settle on one up-to-date Machine with its Node and healthy static pods, its TerraformMachine Ready", func() (bool, string) {
+		noteOutdated()
+		ms, why := w.controlPlaneMachines(ctx, ns, name)
+		if len(ms) != 1 || !conditions.IsTrue(&ms[0], clusterv1.MachineUpToDateCondition) {
 			return false, why
 		}
 		*old = ms[0]
@@ -119,9 +135,6 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 		return ok && old.Status.NodeRef.IsDefined() && staticPodsHealthy(old), why + "; " + r
 	})
 
-	for _, e := range early {
-		t.Logf("before the machineImage change: %s", e)
-	}
 	next := w.pushWithLabels(ctx, w.images.Machine, strings.TrimPrefix(w.images.Machine, w.e.Registry+"/")+"-cp-rollout",
 		map[string]string{contract.LabelVersion: "v0.1.2"})
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -143,6 +156,7 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 	oldTM := old.Spec.InfrastructureRef.Name
 	destroyed := false
 	w.eventually(ctx, 8*time.Minute, "the control plane to roll out to the new image: a new Machine with its Node, the old Machine and TerraformMachine deleted (destroy Job)", func() (bool, string) {
+		noteOutdated()
 		var why []string
 		var js batchv1.JobList
 		if err := w.c.List(ctx, &js, client.InNamespace(ns), client.MatchingLabels{
@@ -187,6 +201,10 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 	})
 	t.Logf("control plane rolled out %s after the machineImage change (%s after the start)",
 		time.Since(rollout).Round(time.Second), time.Since(begin).Round(time.Second))
+	t.Logf("the control plane settled on Machine %s before the machineImage change", old.Name)
+	for m, why := range outdated {
+		t.Logf("Machine %s found out of date: %s", m, why)
+	}
 	for _, j := range jobs() {
 		t.Logf("Job %s", j)
 	}
