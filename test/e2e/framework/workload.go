@@ -312,7 +312,7 @@ func (w *Workload) nodeStatus(m workloadMachine) corev1.NodeStatus {
 		// one of its pods fails at once).
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: m.name}},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion: w.opts.KubernetesVersion, KubeProxyVersion: w.opts.KubernetesVersion,
+			KubeletVersion:  w.opts.KubernetesVersion,
 			OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.0.0",
 		},
 	}
