@@ -85,6 +85,10 @@ test: tools ## Run every test, end-to-end included.
 scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) and rewrite docs/book/operator-guide/scale.md.
 	go run ./test/scale/cmd/scale -n $(or $(N),100) $(SCALE_FLAGS)
 
+.PHONY: rollout
+rollout: tools ## Roll a ClusterClass control plane (KubeadmControlPlane on an external etcd) out to a new machine image, its old machine destroyed.
+	go test $(GO_TEST_FLAGS) -tags rollout -run 'TestClusterClassControlPlaneRollout' -v ./test/e2e/
+
 .PHONY: chaos
 chaos: tools ## Run the fault-injection matrix: the manager killed after every write site of the reference bring-up, and the fault scenarios.
 	go test $(GO_TEST_FLAGS) -tags chaos -run 'TestFault' -v ./test/e2e/

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
@@ -40,10 +43,15 @@ import (
 // KubeadmControlPlane to find kubeadm's kubeadm-config ConfigMap and report
 // the control plane initialized, and for the kubeadm bootstrap provider to
 // write a worker's join bootstrap token, so the worker gets bootstrap data.
-// No Node ever registers for a machine, so KubeadmControlPlane creates only
-// the first control-plane machine: its preflight checks wait for every
-// control-plane Machine's Node (status.nodeRef) and static pods before it
-// creates another one, for a scale up and for a rollout alike.
+// framework.Workload registers the worker's Node (with its providerID), as
+// its kubelet would, but no control-plane Node: the class's managed etcd
+// would have KubeadmControlPlane dial each control-plane Node's etcd member
+// through a port-forward no played kubelet serves. So KubeadmControlPlane
+// creates only the first control-plane machine: its preflight checks wait
+// for every control-plane Machine's Node (status.nodeRef) and static pods
+// before it creates another one, for a scale up and for a rollout alike.
+// TestClusterClassControlPlaneRollout rolls a control plane out, on an
+// external etcd.
 //
 //   - The topology controller clones the templates; the TerraformCluster
 //     carries clusterImage and identityName (also as defaults.identityRef),
@@ -52,9 +60,10 @@ import (
 //   - Changing machineImage makes the topology controller create a new
 //     TerraformMachineTemplate with the new image and roll the control plane
 //     and the MachineDeployment onto it; the MachineDeployment's new worker
-//     TerraformMachine runs the new image and reaches Ready. (Its old worker
-//     stays: a MachineDeployment deletes it only once the new Machine is
-//     available, which needs a Node.)
+//     TerraformMachine runs the new image and reaches Ready; once its Node
+//     registers the new Machine is available, and the MachineDeployment
+//     deletes the old worker: its Machine and its TerraformMachine go,
+//     through a destroy Job.
 func TestClusterClassFlavor(t *testing.T) {
 	t.Parallel()
 	const ns, name = "team-cc", "cc"
@@ -62,6 +71,7 @@ func TestClusterClassFlavor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	w.identityFor(ctx, ns)
+	recorded := w.recordJobs(ns)
 
 	raw, err := os.ReadFile(filepath.Join(root(t), "templates", "clusterclass-noop.yaml"))
 	if err != nil {
@@ -79,6 +89,7 @@ func TestClusterClassFlavor(t *testing.T) {
 		w.create(ctx, o)
 	}
 	w.reachWorkload(ctx, ns, name)
+	wl := w.playWorkload(ns, name, framework.WorkloadOptions{WorkersOnly: true})
 	objs, err := framework.Template(root(t), "cluster-template-clusterclass.yaml", map[string]string{
 		"CLUSTER_NAME": name, "NAMESPACE": ns, "KUBERNETES_VERSION": "v1.36.3",
 		"CONTROL_PLANE_MACHINE_COUNT": "3", "WORKER_MACHINE_COUNT": "1",
@@ -158,6 +169,11 @@ func TestClusterClassFlavor(t *testing.T) {
 		t.Errorf("the cluster module's extra_tags is %s; want the topology variable team patched in (map[team:platform])", got)
 	}
 
+	oldWorker := w.workerMachine(ctx, ns, name)
+	if oldWorker.Status.NodeRef.Name != oldWorker.Name {
+		t.Errorf("worker Machine %s nodeRef %+v, want the Node the workload registered for its providerID", oldWorker.Name, oldWorker.Status.NodeRef)
+	}
+
 	// machineImage changes: the topology controller creates a new
 	// TerraformMachineTemplate and rolls the control plane and the
 	// MachineDeployment onto it.
@@ -207,6 +223,11 @@ func TestClusterClassFlavor(t *testing.T) {
 		return readyOn(workers, next)
 	})
 
+	// The MachineDeployment's new Machine gets its Node, so it becomes
+	// available and the old worker goes: its Machine and its
+	// TerraformMachine, through a destroy Job.
+	w.rolledOut(ctx, ns, name, wl, oldWorker, next)
+
 	// What holds the control plane back: KubeadmControlPlane's own account.
 	var kcps controlplanev1.KubeadmControlPlaneList
 	if err := w.c.List(ctx, &kcps, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil || len(kcps.Items) != 1 {
@@ -220,12 +241,8 @@ func TestClusterClassFlavor(t *testing.T) {
 		c := conditionOf(kcp, typ)
 		t.Logf("KubeadmControlPlane %s=%s/%s: %s", typ, c.Status, c.Reason, c.Message)
 	}
-	var jobs batchv1.JobList
-	if err := w.c.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range jobs.Items {
-		t.Logf("Job %s (%s %s)", j.Name, j.Labels[infrav1.OwnerKindLabel], j.Labels[infrav1.OpLabel])
+	for _, j := range recorded() {
+		t.Logf("Job %s", j)
 	}
 }
 
@@ -252,6 +269,108 @@ func (w *world) reachWorkload(ctx context.Context, ns, name string) {
 			Data: map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\n" +
 				"kind: ClusterConfiguration\nkubernetesVersion: v1.36.3\n"},
 		})
+}
+
+// playWorkload plays the kubelets of Cluster ns/name's workload cluster
+// (this environment's API server, see reachWorkload) until the test ends.
+func (w *world) playWorkload(ns, name string, opts framework.WorkloadOptions) *framework.Workload {
+	wl := framework.StartWorkload(w.c, ns, name, opts)
+	w.t.Cleanup(func() {
+		wl.Stop()
+		if err := wl.Err(); w.t.Failed() && err != nil {
+			w.t.Logf("the workload's last pass: %v", err)
+		}
+	})
+	return wl
+}
+
+// workerMachine is the one worker Machine of Cluster ns/name.
+func (w *world) workerMachine(ctx context.Context, ns, name string) *clusterv1.Machine {
+	w.t.Helper()
+	var ms clusterv1.MachineList
+	m := &clusterv1.Machine{}
+	w.eventually(ctx, 2*time.Minute, "the worker Machine to have its Node", func() (bool, string) {
+		if err := w.c.List(ctx, &ms, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+			return false, err.Error()
+		}
+		var workers []string
+		for i := range ms.Items {
+			if _, cp := ms.Items[i].Labels[clusterv1.MachineControlPlaneLabel]; !cp {
+				*m = ms.Items[i]
+				workers = append(workers, fmt.Sprintf("%s (nodeRef %q)", m.Name, m.Status.NodeRef.Name))
+			}
+		}
+		return len(workers) == 1 && m.Status.NodeRef.IsDefined(), fmt.Sprintf("worker Machines %v", workers)
+	})
+	return m
+}
+
+// rolledOut waits until the MachineDeployment of Cluster ns/name has
+// settled on one new, available Machine whose TerraformMachine runs image,
+// and old (the worker Machine before the rollout) and its TerraformMachine
+// are gone, a destroy Job having run for it.
+func (w *world) rolledOut(ctx context.Context, ns, name string, wl *framework.Workload, old *clusterv1.Machine, image string) {
+	w.t.Helper()
+	oldTM := old.Spec.InfrastructureRef.Name
+	destroyed := false
+	begin := time.Now()
+	defer func() {
+		w.t.Logf("the old worker was gone %s after the new worker TerraformMachine was Ready", time.Since(begin).Round(time.Second))
+	}()
+	w.eventually(ctx, 6*time.Minute, "the old worker Machine and its TerraformMachine to be deleted (destroy Job) and the MachineDeployment to settle on one new available Machine", func() (bool, string) {
+		var jobs batchv1.JobList
+		if err := w.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
+			infrav1.OwnerNameLabel: oldTM, infrav1.OpLabel: string(infrav1.OperationDestroy)}); err != nil {
+			return false, err.Error()
+		}
+		destroyed = destroyed || len(jobs.Items) > 0
+		var why []string
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(old), &clusterv1.Machine{}); !apierrors.IsNotFound(err) {
+			why = append(why, fmt.Sprintf("old Machine %s still there (%v)", old.Name, err))
+		}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: oldTM}, &infrav1.TerraformMachine{}); !apierrors.IsNotFound(err) {
+			why = append(why, fmt.Sprintf("old TerraformMachine %s still there (%v)", oldTM, err))
+		}
+		var mds clusterv1.MachineDeploymentList
+		if err := w.c.List(ctx, &mds, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil || len(mds.Items) != 1 {
+			return false, fmt.Sprintf("MachineDeployments %d, %v", len(mds.Items), err)
+		}
+		st := mds.Items[0].Status
+		if ptr.Deref(st.Replicas, -1) != 1 || ptr.Deref(st.UpToDateReplicas, -1) != 1 || ptr.Deref(st.AvailableReplicas, -1) != 1 {
+			why = append(why, fmt.Sprintf("MachineDeployment replicas %d, up-to-date %d, available %d (want 1 each)",
+				ptr.Deref(st.Replicas, -1), ptr.Deref(st.UpToDateReplicas, -1), ptr.Deref(st.AvailableReplicas, -1)))
+		}
+		_, workers, err := w.clusterMachines(ctx, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if ok, r := readyOn(workers, image); !ok || len(workers) != 1 {
+			why = append(why, fmt.Sprintf("%d worker TerraformMachines; %s", len(workers), r))
+		}
+		if !destroyed {
+			why = append(why, "no destroy Job seen for "+oldTM)
+		}
+		if len(why) == 0 {
+			return true, ""
+		}
+		if err := wl.Err(); err != nil {
+			why = append(why, "workload: "+err.Error())
+		}
+		// Why the new Machine is not available yet, if it is not.
+		var ms clusterv1.MachineList
+		if err := w.c.List(ctx, &ms, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+			return false, err.Error()
+		}
+		for i := range ms.Items {
+			m := &ms.Items[i]
+			if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; !cp && m.Name != old.Name {
+				r, a := conditionOf(m, clusterv1.MachineReadyCondition), conditionOf(m, clusterv1.MachineAvailableCondition)
+				why = append(why, fmt.Sprintf("new worker Machine %s nodeRef %q, Ready=%s/%s: %s, Available=%s/%s",
+					m.Name, m.Status.NodeRef.Name, r.Status, r.Reason, r.Message, a.Status, a.Reason))
+			}
+		}
+		return false, strings.Join(why, "; ")
+	})
 }
 
 // clusterMachines lists the TerraformMachines of Cluster ns/name: the
@@ -309,5 +428,51 @@ func addTeamPatch(t *testing.T, cc *unstructured.Unstructured) {
 	}
 	if err := unstructured.SetNestedSlice(cc.Object, patches, "spec", "patches"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// recordJobs notes every Job of ns (kind, operation, owner) until the test
+// ends, Jobs that their object's deletion takes away included, and returns
+// what it noted so far, in order of creation.
+func (w *world) recordJobs(ns string) func() []string {
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var js batchv1.JobList
+			if err := w.c.List(ctx, &js, client.InNamespace(ns)); err == nil {
+				mu.Lock()
+				for _, j := range js.Items {
+					key := fmt.Sprintf("%s (%s %s of %s)", j.Name, j.Labels[infrav1.OwnerKindLabel], j.Labels[infrav1.OpLabel], j.Labels[infrav1.OwnerNameLabel])
+					if _, ok := seen[key]; !ok {
+						seen[key] = j.CreationTimestamp.Time
+					}
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	w.t.Cleanup(func() { cancel(); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]string, 0, len(seen))
+		for k := range seen {
+			out = append(out, k)
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if !seen[out[i]].Equal(seen[out[j]]) {
+				return seen[out[i]].Before(seen[out[j]])
+			}
+			return out[i] < out[j]
+		})
+		return out
 	}
 }

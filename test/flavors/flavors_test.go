@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,9 @@ import (
 // controllers: the schemas decide what is accepted, strictly (an unknown
 // field is refused, not pruned).
 var k8s client.Client
+
+// restConfig is the API server's admin configuration.
+var restConfig *rest.Config
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
@@ -71,6 +75,7 @@ func runMain(m *testing.M) int {
 	}
 	// An unknown or duplicate field is an error, not a warning.
 	k8s = client.WithFieldValidation(c, metav1.FieldValidationStrict)
+	restConfig = cfg
 	return m.Run()
 }
 

@@ -20,6 +20,7 @@ var docsRBACFiles = map[string]string{
 	"captf-manager-role":         "config/rbac/role.yaml",
 	"captf-leader-election-role": "config/rbac/leader_election_role.yaml",
 	"captf-runner":               "config/rbac/runner_role.yaml",
+	"captf-autoscaler-reader":    "config/rbac/autoscaler_role.yaml",
 }
 
 // docsPermission is one (API group, resource, resource name, verb) grant.
@@ -195,8 +196,8 @@ func docsCheckRBAC(root, page string, files map[string]string) ([]string, error)
 }
 
 // TestDocsRBACMatchesManifests: the rules tables of rbac.md grant exactly
-// what config/rbac/role.yaml, leader_election_role.yaml and runner_role.yaml
-// grant.
+// what config/rbac/role.yaml, leader_election_role.yaml, runner_role.yaml
+// and autoscaler_role.yaml grant.
 func TestDocsRBACMatchesManifests(t *testing.T) {
 	r := docsRoot(t)
 	problems, err := docsCheckRBAC(r, filepath.Join(r, docsReferenceDir, "rbac.md"), docsRBACFiles)
