@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
 
@@ -45,6 +46,10 @@ type Flow struct {
 	Options Options
 	// Clock returns the time; time.Now when nil.
 	Clock func() time.Time
+	// ServiceAccounts remembers each namespace's runner ServiceAccounts
+	// between passes, forgotten on the cache's events (nil lists them at
+	// every pass).
+	ServiceAccounts *identity.ServiceAccountMemo
 
 	// written guards against deciding on a cached version older than
 	// this manager's own last write (set by Setup).

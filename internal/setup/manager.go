@@ -29,6 +29,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformclusteridentity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinetemplate"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
@@ -116,11 +117,16 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	metrics.SetBuildInfo(BuildVersion(), BuildCommit(), contract.Version)
 	metrics.SetActiveJobsReader(mgr.GetCache())
 
+	memo := identity.NewServiceAccountMemo()
+	if err := memo.Watch(ctx, mgr.GetCache()); err != nil {
+		return nil, Wiring{}, err
+	}
 	w := Wiring{
-		Options:   o,
-		Live:      mgr.GetAPIReader(),
-		Variables: variables,
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Options:         o,
+		Live:            mgr.GetAPIReader(),
+		Variables:       variables,
+		Recorder:        mgr.GetEventRecorder(EventSource),
+		ServiceAccounts: memo,
 	}
 	if err := terraformclusteridentity.Setup(ctx, mgr, terraformclusteridentity.Options{
 		WatchFilter: o.WatchFilter,
