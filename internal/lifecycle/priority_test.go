@@ -68,3 +68,15 @@ func TestFinishedJobsFirst(t *testing.T) {
 		q.Done(item)
 	}
 }
+
+// TestOrdinaryRequeues: a pass's requeue goes back at priority 0 whatever
+// the priority that woke it.
+func TestOrdinaryRequeues(t *testing.T) {
+	r := OrdinaryRequeues(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{RequeueAfter: 1}, nil
+	})
+	res, _ := r(context.Background(), reconcile.Request{})
+	if res.Priority == nil || *res.Priority != 0 || res.RequeueAfter != 1 {
+		t.Fatalf("result %+v, want priority 0 and the requeue kept", res)
+	}
+}

@@ -53,7 +53,7 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	if opts.Extra != nil {
 		b = opts.Extra(b)
 	}
-	return b.Complete(reconcile.Func(f.Reconcile))
+	return b.Complete(OrdinaryRequeues(f.Reconcile))
 }
 
 func managedOnly() predicate.Predicate {
@@ -119,4 +119,17 @@ func (w withPriority) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Re
 
 func (w withPriority) Add(item reconcile.Request) {
 	w.AddWithOpts(priorityqueue.AddOpts{}, item)
+}
+
+// OrdinaryRequeues wraps a reconciler so that its requeues (a wait, the
+// next drift check, a retry) go back at the ordinary priority: a pass
+// woken at JobFinishedPriority would otherwise keep it for every later
+// requeue, and thousands of objects' drift checks would then go before the
+// first applies still queued.
+func OrdinaryRequeues(r reconcile.Func) reconcile.Func {
+	return func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		res, err := r(ctx, req)
+		res.Priority = new(int)
+		return res, err
+	}
 }
