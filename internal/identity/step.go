@@ -63,21 +63,28 @@ func (c Credentials) Events(prevIdentityAllowed *metav1.Condition) []Event {
 // namespace rely on it. Every condition is set even when an error is
 // returned; errors are joined.
 func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
+	return ReconcileWithMemo(ctx, c, live, nil, obj, cluster)
+}
+
+// ReconcileWithMemo is Reconcile taking the namespace's runner
+// ServiceAccounts from memo (nil lists them every time).
+func ReconcileWithMemo(ctx context.Context, c client.Client, live client.Reader, memo *ServiceAccountMemo, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
 	var out Credentials
 	var accessErr, mirrorErr, rbacErr error
 	out.Access, accessErr = CheckAccess(ctx, c, live, obj, cluster)
 	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj, cluster)
-	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, obj, cluster)
+	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, memo, obj, cluster)
 	return out, errors.Join(accessErr, mirrorErr, rbacErr)
 }
 
 // runnerRBAC keeps the namespace's runner RBAC for obj: the RoleBinding
 // binds the ServiceAccounts of every object of the namespace, so they are
-// listed (from the cache, read in place: nothing here writes to them).
-func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
-	w, err := listSharedWorkloads(ctx, c, obj.GetNamespace())
+// listed (from the cache, read in place: nothing here writes to them), or
+// taken from memo until one of them changes.
+func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, memo *ServiceAccountMemo, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
+	sas, err := memo.ServiceAccounts(ctx, c, obj.GetNamespace())
 	if err != nil {
 		return RBACResult{Condition: RBACCondition(RBACFacts{Error: err})}, err
 	}
-	return EnsureRunnerRBAC(ctx, c, live, obj.GetNamespace(), ServiceAccountFor(obj, cluster), RunnerServiceAccounts(w))
+	return EnsureRunnerRBAC(ctx, c, live, obj.GetNamespace(), ServiceAccountFor(obj, cluster), sas)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
 
@@ -45,6 +46,10 @@ type Flow struct {
 	Options Options
 	// Clock returns the time; time.Now when nil.
 	Clock func() time.Time
+	// ServiceAccounts remembers each namespace's runner ServiceAccounts
+	// between passes, forgotten on the cache's events (nil lists them at
+	// every pass).
+	ServiceAccounts *identity.ServiceAccountMemo
 
 	// written guards against deciding on a cached version older than
 	// this manager's own last write (set by Setup).
@@ -100,7 +105,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	snapshotConditions(p)
 	// The patch helper takes its snapshot before anything touches the
 	// object, so whatever the pass records is written by its one patch.
-	p.writes = &versionRecorder{Client: f.Client}
+	p.writes = &versionRecorder{Client: f.Client, Live: f.APIReader}
 	helper, err := patch.NewHelper(obj, p.writes)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)

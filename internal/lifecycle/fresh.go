@@ -2,9 +2,11 @@ package lifecycle
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -65,19 +67,55 @@ func (w *written) forget(uid types.UID) {
 
 // versionRecorder is the client the pass's patch helper writes through: the
 // helper patches copies of the object, so the version its requests
-// produced is learnt here.
+// produced is learnt here. It also answers the helper's read of the object
+// before its conditions patch, an optimistic-lock patch on the latest
+// version. After a write earlier in the pass (the finalizer's patch), the
+// cache still hands back the version before it, so that patch would fail
+// with a conflict and retry after a pause until the cache caught up. The
+// first read after a patch gets the object as that patch left it (the API
+// server's answer); a read after that, or after a conflict (someone else
+// wrote in between, or the pass started from a version the cache had not
+// updated yet), goes to the API server.
 type versionRecorder struct {
 	client.Client
+	// Live reads the object after a conflict; nil reads the cache.
+	Live client.Reader
 	// version is the resourceVersion of the latest successful patch.
 	version string
+	// last is the object as the latest successful patch left it, until
+	// one read takes it.
+	last client.Object
+	// live says the next read goes to the API server.
+	live bool
 }
 
-// record keeps the version a successful patch of obj produced.
+// record keeps the version a successful patch of obj produced and the
+// object as it left it; after a conflict the next read is live.
 func (c *versionRecorder) record(obj client.Object, err error) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		c.version = obj.GetResourceVersion()
+		if cp, ok := obj.DeepCopyObject().(client.Object); ok {
+			c.last, c.live = cp, false
+		}
+	case apierrors.IsConflict(err):
+		c.last, c.live = nil, true
 	}
 	return err
+}
+
+// Get reads the object as the pass's last patch left it, once; after that
+// or after a conflict, live; else through the cache.
+func (c *versionRecorder) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if last := c.last; last != nil && client.ObjectKeyFromObject(last) == key && reflect.TypeOf(last) == reflect.TypeOf(obj) {
+		c.last, c.live = nil, true
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(last).Elem())
+		return nil
+	}
+	if c.live && c.Live != nil {
+		return c.Live.Get(ctx, key, obj, opts...)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 func (c *versionRecorder) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {

@@ -2,8 +2,11 @@ package lifecycle
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -93,5 +96,99 @@ func TestVersionRecorder(t *testing.T) {
 	}
 	if rec.version != live.ResourceVersion || rec.version == from {
 		t.Fatalf("recorded version %q, want the live %q (started from %q)", rec.version, live.ResourceVersion, from)
+	}
+}
+
+// staleReader reads an object as it was when the pass started, as the
+// manager's cache does right after the pass's own patch.
+type staleReader struct {
+	client.Client
+	at client.Object
+}
+
+func (s staleReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(s.at.DeepCopyObject()).Elem())
+	return nil
+}
+
+// conflictCounter counts the status patches the API server refused.
+type conflictCounter struct {
+	client.Client
+	conflicts *int
+}
+
+func (c conflictCounter) Status() client.SubResourceWriter {
+	return conflictStatus{c.Client.Status(), c.conflicts}
+}
+
+type conflictStatus struct {
+	client.SubResourceWriter
+	conflicts *int
+}
+
+func (s conflictStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+	if apierrors.IsConflict(err) {
+		*s.conflicts++
+	}
+	return err
+}
+
+// TestVersionRecorderReadsItsOwnPatch: after a write earlier in the pass
+// (the finalizer's patch), the patch helper writes the conditions (an
+// optimistic-lock patch) on the version that write produced, not on the
+// older one the cache still holds: no conflict, no retry. When the pass
+// started from a version older than the API server's (someone else wrote
+// in between), the read after the conflict is live: one conflict.
+func TestVersionRecorderReadsItsOwnPatch(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := infrav1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, other := range []bool{false, true} {
+		tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}}
+		c := fake.NewClientBuilder().WithScheme(s).WithObjects(tm).WithStatusSubresource(tm).Build()
+		obj := &infrav1.TerraformMachine{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tm), obj); err != nil {
+			t.Fatal(err)
+		}
+		conflicts := 0
+		cached := staleReader{Client: conflictCounter{c, &conflicts}, at: obj.DeepCopy()}
+		rec := &versionRecorder{Client: cached, Live: c}
+		if other {
+			// Someone else writes after the pass's read.
+			theirs := obj.DeepCopy()
+			theirs.Labels = map[string]string{"theirs": "x"}
+			if err := c.Update(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			// The pass's own write before its status patch.
+			base := obj.DeepCopy()
+			obj.Finalizers = []string{"f"}
+			if err := rec.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, err := patch.NewHelper(obj, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.Status.StateSecretSuffix = "x"
+		meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Ready"})
+		if err := h.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}}); err != nil {
+			t.Fatalf("someone else wrote: %v: %v", other, err)
+		}
+		live := &infrav1.TerraformMachine{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tm), live); err != nil {
+			t.Fatal(err)
+		}
+		if !meta.IsStatusConditionTrue(live.Status.Conditions, infrav1.ReadyCondition) || live.Status.StateSecretSuffix != "x" {
+			t.Fatalf("someone else wrote: %v: the patch did not land: %+v", other, live.Status)
+		}
+		if want := map[bool]int{false: 0, true: 1}[other]; conflicts != want {
+			t.Errorf("someone else wrote: %v: %d conflicts, want %d", other, conflicts, want)
+		}
 	}
 }

@@ -7,16 +7,20 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
@@ -31,7 +35,8 @@ type ControllerOptions struct {
 }
 
 // Setup registers the flow as a controller for its kind: the object, its
-// Jobs, and the Secrets and Leases that carry its owner labels.
+// Jobs (a Job that just finished first), and the Secrets and Leases that
+// carry its owner labels.
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
 	f.exports = &exportsCache{}
@@ -40,7 +45,7 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	log := ctrl.LoggerFrom(ctx)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter))).
-		Owns(&batchv1.Job{}).
+		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
 			builder.WithPredicates(managedOnly())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}).
@@ -48,7 +53,7 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	if opts.Extra != nil {
 		b = opts.Extra(b)
 	}
-	return b.Complete(reconcile.Func(f.Reconcile))
+	return b.Complete(OrdinaryRequeues(f.Reconcile))
 }
 
 func managedOnly() predicate.Predicate {
@@ -69,5 +74,62 @@ func byOwnerLabels(kind infrav1.WorkloadKind) handler.MapFunc {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	}
+}
+
+// JobFinishedPriority is the workqueue priority of an object whose Job has
+// just finished: the pass that reads the result (and sets Ready, or starts
+// the retry) goes before passes woken by anything else. Other events have
+// priority 0, and the initial list and resyncs controller-runtime's low
+// priority.
+const JobFinishedPriority = 10
+
+// FinishedJobsFirst wraps the handler that maps a Job to its owner: the
+// update in which a Job finishes (Complete or Failed) enqueues the owner
+// at JobFinishedPriority. With thousands of objects queued, the passes
+// that turn a finished Job into a result would otherwise wait behind every
+// other pass in the queue.
+func FinishedJobsFirst(h handler.EventHandler) handler.EventHandler {
+	return finishedJobsFirst{h}
+}
+
+type finishedJobsFirst struct{ handler.EventHandler }
+
+func (h finishedJobsFirst) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	o, ok1 := e.ObjectOld.(*batchv1.Job)
+	n, ok2 := e.ObjectNew.(*batchv1.Job)
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && ok1 && ok2 && jobs.IsFinished(n) && !jobs.IsFinished(o) {
+		q = withPriority{PriorityQueue: pq, priority: JobFinishedPriority}
+	}
+	h.EventHandler.Update(ctx, e, q)
+}
+
+// withPriority adds items at least at priority.
+type withPriority struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	priority int
+}
+
+func (w withPriority) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if o.Priority == nil || *o.Priority < w.priority {
+		o.Priority = &w.priority
+	}
+	w.PriorityQueue.AddWithOpts(o, items...)
+}
+
+func (w withPriority) Add(item reconcile.Request) {
+	w.AddWithOpts(priorityqueue.AddOpts{}, item)
+}
+
+// OrdinaryRequeues wraps a reconciler so that its requeues (a wait, the
+// next drift check, a retry) go back at the ordinary priority: a pass
+// woken at JobFinishedPriority would otherwise keep it for every later
+// requeue, and thousands of objects' drift checks would then go before the
+// first applies still queued.
+func OrdinaryRequeues(r reconcile.Func) reconcile.Func {
+	return func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		res, err := r(ctx, req)
+		res.Priority = new(int)
+		return res, err
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformclusteridentity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/controller/terraformmachinetemplate"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
@@ -115,11 +117,16 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	metrics.SetBuildInfo(BuildVersion(), BuildCommit(), contract.Version)
 	metrics.SetActiveJobsReader(mgr.GetCache())
 
+	memo := identity.NewServiceAccountMemo()
+	if err := memo.Watch(ctx, mgr.GetCache()); err != nil {
+		return nil, Wiring{}, err
+	}
 	w := Wiring{
-		Options:   o,
-		Live:      mgr.GetAPIReader(),
-		Variables: variables,
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Options:         o,
+		Live:            mgr.GetAPIReader(),
+		Variables:       variables,
+		Recorder:        mgr.GetEventRecorder(EventSource),
+		ServiceAccounts: memo,
 	}
 	if err := terraformclusteridentity.Setup(ctx, mgr, terraformclusteridentity.Options{
 		WatchFilter: o.WatchFilter,
@@ -186,7 +193,8 @@ func defaultNamespaces(o Options) map[string]cache.Config {
 
 // cacheOptions: Secrets, Jobs, Pods, Leases, ServiceAccounts and
 // RoleBindings only when CAPTF owns them;
-// everything namespaced within --namespace; managed fields dropped.
+// everything namespaced within --namespace; managed fields dropped; Jobs,
+// pods and Secrets reduced to what the passes read of them.
 func cacheOptions(o Options) cache.Options {
 	managed := managedSelector()
 	return cache.Options{
@@ -195,8 +203,8 @@ func cacheOptions(o Options) cache.Options {
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:        {Label: managed, Transform: secretTransform},
-			&batchv1.Job{}:          {Label: managed},
-			&corev1.Pod{}:           {Label: managed},
+			&batchv1.Job{}:          {Label: managed, Transform: jobTransform},
+			&corev1.Pod{}:           {Label: managed, Transform: podTransform},
 			&coordinationv1.Lease{}: {Label: managed},
 			// The runner ServiceAccount and RoleBinding every pass
 			// checks; an override ServiceAccount without the label
@@ -282,12 +290,29 @@ func clientRate(o Options) (float32, int) {
 }
 
 // secretTransform is the cached Secrets' transform: managed fields dropped,
-// as for every object, and a state backup's data too (state.StripBackupData):
-// N machines' backups would otherwise hold a copy of every state in memory.
+// as for every object, a state backup's data too (state.StripBackupData):
+// N machines' backups would otherwise hold a copy of every state in memory,
+// and a per-run Secret's rendered inputs (jobs.RunSecretForCache).
 func secretTransform(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	if s, ok := obj.(*corev1.Secret); ok && err == nil {
-		return state.StripBackupData(s), nil
+		return jobs.RunSecretForCache(state.StripBackupData(s)), nil
 	}
 	return obj, err
+}
+
+// jobTransform caches a Job without its pod template (jobs.ForCache).
+func jobTransform(obj any) (any, error) {
+	if j, ok := obj.(*batchv1.Job); ok {
+		return jobs.ForCache(j), nil
+	}
+	return cache.TransformStripManagedFields()(obj)
+}
+
+// podTransform caches a pod without its spec (jobs.PodForCache).
+func podTransform(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return jobs.PodForCache(p), nil
+	}
+	return cache.TransformStripManagedFields()(obj)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
@@ -325,10 +327,16 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 	create(t, c, ns("scoped-a"), ns("scoped-b"))
 	backup := secret("scoped-a", "backup-a", map[string]string{infrav1.ManagedLabel: "true", infrav1.StateBackupLabel: "true"})
 	backup.Data = map[string][]byte{state.DataKey: []byte("gzip-state-bytes")}
+	runSecret := secret("scoped-a", jobs.RunSecretPrefix+"job-a", map[string]string{infrav1.ManagedLabel: "true", infrav1.OpLabel: "apply"})
+	runSecret.Data = map[string][]byte{"main.tf.json": []byte("{}")}
+	podSpec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "source", Image: "registry.example/module:v1", Args: []string{"apply"}}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "scoped-a", Name: "job-a", Labels: map[string]string{infrav1.ManagedLabel: "true"}},
+		Spec: batchv1.JobSpec{ActiveDeadlineSeconds: ptr.To[int64](600), Template: corev1.PodTemplateSpec{Spec: podSpec}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "scoped-a", Name: "job-a-x7k2q", Labels: map[string]string{infrav1.ManagedLabel: "true"}}, Spec: podSpec}
 	create(t, c,
 		secret("scoped-a", "state-a", map[string]string{infrav1.ManagedLabel: "true"}),
 		secret("scoped-b", "state-b", map[string]string{infrav1.ManagedLabel: "true"}),
-		backup,
+		backup, runSecret, job, pod,
 	)
 	o := testOptions(t)
 	o.Namespace = "scoped-a"
@@ -337,7 +345,7 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 
 	envtest.Eventually(t, 60*time.Second, "only scoped-a cached", func() (bool, string) {
 		got := secretNames(t, mgr.GetCache(), client.InNamespace("scoped-a"))
-		return slices.Equal(got, []string{"scoped-a/backup-a", "scoped-a/state-a"}), strings.Join(got, ",")
+		return slices.Equal(got, []string{"scoped-a/backup-a", "scoped-a/" + runSecret.Name, "scoped-a/state-a"}), strings.Join(got, ",")
 	})
 	// A state backup is cached without its data (its size kept), any other
 	// managed Secret with it (reference-facts §9; state.StripBackupData).
@@ -350,6 +358,26 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 	}
 	if err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Namespace: "scoped-a", Name: "state-a"}, cached); err != nil || len(cached.Data) == 0 {
 		t.Errorf("a managed Secret that is not a backup lost its data in the cache (%v)", err)
+	}
+	// A per-run Secret is cached without its inputs, a Job without its pod
+	// template, a pod without its spec (jobs.ForCache and the like).
+	if err := mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(runSecret), cached); err != nil || cached.Data != nil || cached.Labels[infrav1.OpLabel] != "apply" {
+		t.Errorf("cached per-run Secret: %v, data %d keys, labels %v; want its labels and no data", err, len(cached.Data), cached.Labels)
+	}
+	envtest.Eventually(t, 60*time.Second, "the Job and pod cached", func() (bool, string) {
+		cj, cp := &batchv1.Job{}, &corev1.Pod{}
+		errJ := mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(job), cj)
+		errP := mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), cp)
+		return errJ == nil && errP == nil, fmt.Sprint(errJ, errP)
+	})
+	cj, cp := &batchv1.Job{}, &corev1.Pod{}
+	_ = mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(job), cj)
+	_ = mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), cp)
+	if len(cj.Spec.Template.Spec.Containers) != 0 || cj.ManagedFields != nil || ptr.Deref(cj.Spec.ActiveDeadlineSeconds, 0) != 600 {
+		t.Errorf("cached Job: %d template containers, managed fields %v, deadline %v; want none, none and 600", len(cj.Spec.Template.Spec.Containers), cj.ManagedFields != nil, cj.Spec.ActiveDeadlineSeconds)
+	}
+	if len(cp.Spec.Containers) != 0 || cp.ManagedFields != nil || cp.Labels[infrav1.ManagedLabel] != "true" {
+		t.Errorf("cached pod: %d containers, managed fields %v, labels %v; want its labels only", len(cp.Spec.Containers), cp.ManagedFields != nil, cp.Labels)
 	}
 	if err := mgr.GetCache().List(context.Background(), &corev1.SecretList{}, client.InNamespace("scoped-b")); err == nil {
 		t.Errorf("a namespace outside --namespace was readable from the cache")

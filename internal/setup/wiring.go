@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	captfwebhook "github.com/captf-io/cluster-api-provider-terraform/internal/webhook"
 )
 
@@ -28,6 +29,10 @@ type Wiring struct {
 	Variables cache.Cache
 	// Recorder emits events.k8s.io/v1 events reported as EventSource.
 	Recorder events.EventRecorder
+	// ServiceAccounts remembers each namespace's runner ServiceAccounts,
+	// forgotten on the manager cache's events (shared by the workload
+	// controllers).
+	ServiceAccounts *identity.ServiceAccountMemo
 }
 
 // WorkloadController sets up one workload controller (TerraformCluster,

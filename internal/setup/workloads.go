@@ -31,9 +31,10 @@ var WorkloadControllers = []WorkloadController{
 // kind's Setup plugs its adapter in.
 func flow(mgr ctrl.Manager, w Wiring) lifecycle.Flow {
 	return lifecycle.Flow{
-		Client:    mgr.GetClient(),
-		APIReader: w.Live,
-		Recorder:  w.Recorder,
+		Client:          mgr.GetClient(),
+		APIReader:       w.Live,
+		Recorder:        w.Recorder,
+		ServiceAccounts: w.ServiceAccounts,
 		Options: lifecycle.Options{
 			RunnerImage:          w.Options.RunnerImage,
 			DriftDefaultInterval: w.Options.DriftDefaultInterval,
