@@ -186,6 +186,7 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 	got := labelledKeys(t, objs)
 	want := []string{
 		"Certificate captf-system/captf-serving-cert",
+		"ClusterRole captf-autoscaler-reader",
 		"ClusterRole captf-manager-role",
 		"ClusterRole captf-runner",
 		"ClusterRoleBinding captf-manager-rolebinding",
