@@ -183,26 +183,35 @@ func (b *faultBringUp) apply(ctx context.Context) {
 	})
 }
 
-// converged reports whether the bring-up reached its end: every machine
-// Ready with its nodeRef, the Cluster initialized, the cluster re-applied
-// with control_plane_initialized true and Ready with that Job reported.
-func (b *faultBringUp) converged(ctx context.Context) (bool, string) {
-	c := b.w.c
+// machinesUp reports whether every machine of the bring-up is Ready, passes
+// more (a scenario's further checks) and has its Machine's nodeRef.
+func (b *faultBringUp) machinesUp(ctx context.Context, more func(*infrav1.TerraformMachine) bool) (bool, string) {
 	for _, m := range b.machines {
 		tm := &infrav1.TerraformMachine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, tm); err != nil {
+		if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, tm); err != nil {
 			return false, err.Error()
 		}
-		if ok, why := ready(tm); !ok {
+		if ok, why := ready(tm); !ok || !more(tm) {
 			return false, "TerraformMachine " + m + ": " + why
 		}
 		cm := &clusterv1.Machine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, cm); err != nil {
+		if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, cm); err != nil {
 			return false, err.Error()
 		}
 		if !cm.Status.NodeRef.IsDefined() {
 			return false, "Machine " + m + " has no nodeRef yet"
 		}
+	}
+	return true, ""
+}
+
+// converged reports whether the bring-up reached its end: every machine
+// Ready with its nodeRef, the Cluster initialized, the cluster re-applied
+// with control_plane_initialized true and Ready with that Job reported.
+func (b *faultBringUp) converged(ctx context.Context) (bool, string) {
+	c := b.w.c
+	if ok, why := b.machinesUp(ctx, func(*infrav1.TerraformMachine) bool { return true }); !ok {
+		return false, why
 	}
 	cluster := &clusterv1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.name}, cluster); err != nil {

@@ -455,21 +455,10 @@ func checkSourceEmpty(t *testing.T, ctx context.Context, c client.Client, ns str
 // its endpoint, the Cluster's control plane initialized, no Job running.
 func movedReady(ctx context.Context, b *faultBringUp) (bool, string) {
 	c := b.w.c
-	for _, m := range b.machines {
-		tm := &infrav1.TerraformMachine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, tm); err != nil {
-			return false, err.Error()
-		}
-		if ok, why := ready(tm); !ok || !provisionedStatus(tm.Status.Initialization) || tm.Spec.ProviderID == "" || tm.Status.ActiveJob != nil {
-			return false, "TerraformMachine " + m + ": " + why
-		}
-		cm := &clusterv1.Machine{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: m}, cm); err != nil {
-			return false, err.Error()
-		}
-		if !cm.Status.NodeRef.IsDefined() {
-			return false, "Machine " + m + " has no nodeRef yet"
-		}
+	if ok, why := b.machinesUp(ctx, func(tm *infrav1.TerraformMachine) bool {
+		return provisionedStatus(tm.Status.Initialization) && tm.Spec.ProviderID != "" && tm.Status.ActiveJob == nil
+	}); !ok {
+		return false, why
 	}
 	tc := &infrav1.TerraformCluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.name}, tc); err != nil {
