@@ -16,7 +16,10 @@ KUSTOMIZE = $(GENERATORS)/kustomize
 STATICCHECK = $(shell $(TOOLS) staticcheck)/staticcheck
 # -trimpath keeps source paths out of the build, so a fresh clone in another
 # folder reuses the build cache instead of compiling every package again.
-GO_TEST_FLAGS ?= -race -trimpath -count=1 -timeout 45m
+# -ldflags=-w leaves DWARF out of the test binaries (stack traces and race
+# reports do not use it): go test links every binary again on each run,
+# and this makes that link about a quarter cheaper.
+GO_TEST_FLAGS ?= -race -trimpath -ldflags=-w -count=1 -timeout 45m
 
 ##@ General
 
