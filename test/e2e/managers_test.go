@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +12,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -52,34 +56,57 @@ func TestTwoManagersNeverRunTwoJobsOfOneObject(t *testing.T) {
 	}()
 	defer func() { stopSecond(); wg.Wait() }()
 
-	// Sample the Jobs all along: no object may ever have two unfinished
-	// Jobs.
+	// Watch the Jobs all along: no object may ever have two unfinished
+	// Jobs. A watch delivers every change of every Job in order, so an
+	// overlap however short is seen (a poll could fall between).
 	var mu sync.Mutex
 	var overlaps []string
 	sampling, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
+	jw, err := w.e.Clientset.BatchV1().Jobs(ns).Watch(sampling, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for sampling.Err() == nil {
-			var jobs batchv1.JobList
-			if err := w.c.List(sampling, &jobs, client.InNamespace(ns)); err == nil {
-				active := map[string][]string{}
-				for _, j := range jobs.Items {
-					if j.Status.CompletionTime == nil && j.Status.Failed == 0 && j.DeletionTimestamp.IsZero() {
-						owner := j.Labels[infrav1.OwnerKindLabel] + "/" + j.Labels[infrav1.OwnerNameLabel]
-						active[owner] = append(active[owner], j.Name)
-					}
-				}
-				for owner, names := range active {
-					if len(names) > 1 {
+		defer jw.Stop()
+		// unfinished holds each object's unfinished Jobs.
+		unfinished := map[string]map[string]bool{}
+		for {
+			var ev watch.Event
+			select {
+			case <-sampling.Done():
+				return
+			case e, ok := <-jw.ResultChan():
+				if !ok {
+					if sampling.Err() == nil {
 						mu.Lock()
-						overlaps = append(overlaps, owner+": "+strings.Join(names, ", "))
+						overlaps = append(overlaps, "the Job watch ended early")
 						mu.Unlock()
 					}
+					return
 				}
+				ev = e
 			}
-			time.Sleep(100 * time.Millisecond)
+			j, ok := ev.Object.(*batchv1.Job)
+			if !ok {
+				continue
+			}
+			owner := j.Labels[infrav1.OwnerKindLabel] + "/" + j.Labels[infrav1.OwnerNameLabel]
+			if unfinished[owner] == nil {
+				unfinished[owner] = map[string]bool{}
+			}
+			if ev.Type != watch.Deleted && j.Status.CompletionTime == nil && j.Status.Failed == 0 && j.DeletionTimestamp.IsZero() {
+				unfinished[owner][j.Name] = true
+			} else {
+				delete(unfinished[owner], j.Name)
+			}
+			if len(unfinished[owner]) > 1 {
+				mu.Lock()
+				overlaps = append(overlaps, owner+": "+strings.Join(slices.Sorted(maps.Keys(unfinished[owner])), ", "))
+				mu.Unlock()
+			}
 		}
 	}()
 	noOverlap := func() {
