@@ -76,8 +76,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// rendered keeps kustomize's output for the checkout's own folders, which
+// several tests render (config/default four times): one kustomize process
+// per folder and run. Each caller decodes fresh objects from the bytes.
+var rendered sync.Map
+
 // render runs kustomize build on dir.
 func render(t *testing.T, dir string) []byte {
+	t.Helper()
+	if rel, err := filepath.Rel(root, dir); err == nil && filepath.IsLocal(rel) {
+		if out, ok := rendered.Load(dir); ok {
+			return out.([]byte)
+		}
+		out := renderUncached(t, dir)
+		rendered.Store(dir, out)
+		return out
+	}
+	return renderUncached(t, dir)
+}
+
+func renderUncached(t *testing.T, dir string) []byte {
 	t.Helper()
 	k, err := tools.Path("kustomize")
 	if err != nil {

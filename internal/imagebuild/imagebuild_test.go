@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"math/rand/v2"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -183,12 +184,27 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-func noopImage(t *testing.T, role contract.Role) (ModuleImage, string) {
+// standInRuntime writes an executable that answers `version -json` as
+// OpenTofu 1.12.6 does, padded with pseudo-random bytes to a few MiB: the
+// tests here are about the builder (layers, paths, modes, a file that spans
+// many tar blocks and gzip windows, an entry that still runs once pulled),
+// not about the 115 MB binary a release ships, which the end-to-end tests
+// run in every Job.
+func standInRuntime(t *testing.T) string {
 	t.Helper()
-	tofu, err := tools.Path("tofu")
-	if err != nil {
+	script := "#!/bin/sh\necho '{\"terraform_version\":\"1.12.6\"}'\nexit 0\n"
+	pad := make([]byte, 3<<20)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(pad)
+	p := filepath.Join(t.TempDir(), "tofu")
+	if err := os.WriteFile(p, append([]byte(script), pad...), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+func noopImage(t *testing.T, role contract.Role) (ModuleImage, string) {
+	t.Helper()
+	tofu := standInRuntime(t)
 	return ModuleImage{
 		Role: role, ModuleDir: repoModule(t, role), Runtime: tofu, RuntimeName: contract.RuntimeTofu,
 		RuntimeVersion: "1.12.6", EmptyProviders: true, Version: "test",

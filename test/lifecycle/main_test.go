@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/envtest"
@@ -50,23 +51,32 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	capiCRDs := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
-	env, cfg, err := envtest.Start(
-		filepath.Join("..", "..", "config", "crd", "bases"),
-		filepath.Join(capiCRDs, "cluster.x-k8s.io_clusters.yaml"),
-		filepath.Join(capiCRDs, "cluster.x-k8s.io_machines.yaml"),
-		filepath.Join(capiCRDs, "cluster.x-k8s.io_machinepools.yaml"),
-	)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
 	dir, err := os.MkdirTemp("", "captf-lifecycle-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
+	ours, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(ours) == 0 {
+		fmt.Fprintln(os.Stderr, "CAPTF's CRDs:", err, ours)
+		return 1
+	}
+	crds, err := labelledForClusterctl(filepath.Join(dir, "crds"), append(ours,
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_clusters.yaml"),
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_machines.yaml"),
+		filepath.Join(capiCRDs, "cluster.x-k8s.io_machinepools.yaml"),
+	))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, cfg, err := envtest.Start(crds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
 	if kubeconfig, err = envtest.AdminKubeconfig(env, dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -78,4 +88,41 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// labelledForClusterctl writes the CRD files into dir labelled as
+// clusterctl init and CAPTF's config/crd leave them: every CRD with
+// clusterctl's label, the TerraformClusterIdentity CRD with the
+// move-hierarchy label too (config/config_test.go checks the shipped CRDs
+// carry it). The API server installs them so once; a label patched on later
+// would make it rebuild every CRD's handler and OpenAPI document.
+func labelledForClusterctl(dir string, files []string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		crd.Labels[clusterctlCRDLabel] = ""
+		if crd.Spec.Names.Kind == "TerraformClusterIdentity" {
+			crd.Labels[infrav1.MoveHierarchyLabel] = ""
+		}
+		out, err := yaml.Marshal(&crd)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), out, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }

@@ -2,12 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,39 +34,27 @@ import (
 // CRDs that carry it.
 const clusterctlCRDLabel = "clusterctl.cluster.x-k8s.io"
 
-var labelCRDsOnce sync.Once
-
-// labelCRDsForClusterctl labels the API server's CRDs as clusterctl init
-// and CAPTF's config/crd leave them: every CRD with clusterctl's label, the
-// TerraformClusterIdentity CRD with the move-hierarchy label
-// (config/config_test.go checks the shipped CRDs carry it).
-func labelCRDsForClusterctl(t *testing.T) {
+// crdsLabelledForClusterctl checks the API server's CRDs carry the labels
+// clusterctl move discovers its kinds by (TestMain installs them labelled,
+// labelledForClusterctl): every CRD clusterctl's label, the
+// TerraformClusterIdentity CRD the move-hierarchy label.
+func crdsLabelledForClusterctl(t *testing.T) {
 	t.Helper()
-	var err error
-	labelCRDsOnce.Do(func() {
-		ctx := context.Background()
-		var crds apiextensionsv1.CustomResourceDefinitionList
-		if err = k8s.List(ctx, &crds); err != nil {
-			return
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := k8s.List(context.Background(), &crds); err != nil {
+		t.Fatal(err)
+	}
+	identity := false
+	for _, crd := range crds.Items {
+		if _, ok := crd.Labels[clusterctlCRDLabel]; !ok {
+			t.Fatalf("CRD %s lacks the %s label clusterctl init puts on it", crd.Name, clusterctlCRDLabel)
 		}
-		for i := range crds.Items {
-			crd := &crds.Items[i]
-			labels := map[string]string{clusterctlCRDLabel: ""}
-			if crd.Spec.Names.Kind == "TerraformClusterIdentity" {
-				labels[infrav1.MoveHierarchyLabel] = ""
-			}
-			p := map[string]any{"metadata": map[string]any{"labels": labels}}
-			var raw []byte
-			if raw, err = json.Marshal(p); err != nil {
-				return
-			}
-			if err = k8s.Patch(ctx, crd, client.RawPatch(types.MergePatchType, raw)); err != nil {
-				return
-			}
+		if crd.Spec.Names.Kind == "TerraformClusterIdentity" {
+			_, identity = crd.Labels[infrav1.MoveHierarchyLabel]
 		}
-	})
-	if err != nil {
-		t.Fatalf("label the CRDs for clusterctl: %v", err)
+	}
+	if !identity {
+		t.Fatalf("the TerraformClusterIdentity CRD lacks the %s label", infrav1.MoveHierarchyLabel)
 	}
 }
 
@@ -97,7 +83,7 @@ func labelCRDsForClusterctl(t *testing.T) {
 // cluster-wide, so it would copy the identities of the other tests too,
 // which they delete when they end.
 func TestClusterctlMove(t *testing.T) {
-	labelCRDsForClusterctl(t)
+	crdsLabelledForClusterctl(t)
 	e := newEnv(t)
 	ctx := e.ctx
 
