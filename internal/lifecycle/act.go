@@ -331,9 +331,12 @@ func (f *Flow) setMoveBlock(ctx context.Context, p *Pass) error {
 	}
 	a[infrav1.BlockMoveAnnotation] = "true"
 	patchObj.SetAnnotations(a)
-	if err := f.Client.Patch(ctx, patchObj, client.MergeFrom(base)); err != nil {
+	if err := p.writes.Patch(ctx, patchObj, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("failed to set the move block: %w", err)
 	}
+	// The pass's own patch is part of the object it builds on: the final
+	// patch neither sends the annotation again nor conflicts with it.
+	p.snap.advance(patchObj, infrav1.BlockMoveAnnotation)
 	a2 := p.Obj.GetAnnotations()
 	if a2 == nil {
 		a2 = map[string]string{}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -112,8 +111,9 @@ type Pass struct {
 	// learns the one its patch helper produced.
 	fromVersion string
 	writes      *versionRecorder
-	// helper is the patch helper of the pass's one status patch.
-	helper *patch.Helper
+	// snap is the object as read, with the patch helper: the base of the
+	// pass's one status patch.
+	snap snapshot
 
 	// Suffix is the state's secret_suffix.
 	Suffix string

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,13 +105,13 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	// The patch helper takes its snapshot before anything touches the
 	// object, so whatever the pass records is written by its one patch.
 	p.writes = &versionRecorder{Client: f.Client, Live: f.APIReader}
-	helper, err := patch.NewHelper(obj, p.writes)
+	snap, err := takeSnapshot(obj, p.writes)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)
 	}
-	p.helper = helper
+	p.snap = snap
 	defer func() {
-		if err := f.patchStatus(ctx, p, p.helper, retErr == nil); err != nil {
+		if err := f.patchStatus(ctx, p, retErr == nil); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()

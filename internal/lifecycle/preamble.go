@@ -7,7 +7,6 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -54,11 +53,11 @@ func (f *Flow) addFinalizer(ctx context.Context, p *Pass) error {
 		controllerutil.RemoveFinalizer(p.Obj, p.Kind.Finalizer())
 		return fmt.Errorf("failed to add the finalizer %s: %w", p.Kind.Finalizer(), err)
 	}
-	helper, err := patch.NewHelper(p.Obj, p.writes)
+	snap, err := takeSnapshot(p.Obj, p.writes)
 	if err != nil {
 		return fmt.Errorf("failed to create a patch helper: %w", err)
 	}
-	p.helper = helper
+	p.snap = snap
 	return nil
 }
 

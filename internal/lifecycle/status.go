@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -54,7 +53,7 @@ func (f *Flow) objectMetrics(p *Pass) {
 // patch succeeded. observedGeneration moves only when the pass itself
 // succeeded; the events and counters of the pass's transitions follow a
 // successful patch, so a failed one repeats nothing.
-func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper, succeeded bool) error {
+func (f *Flow) patchStatus(ctx context.Context, p *Pass, succeeded bool) error {
 	if err := f.computeConditions(p); err != nil {
 		return fmt.Errorf("failed to compute the conditions: %w", err)
 	}
@@ -63,7 +62,7 @@ func (f *Flow) patchStatus(ctx context.Context, p *Pass, helper *patch.Helper, s
 		s.ObservedGeneration = g
 	}
 	f.objectMetrics(p)
-	if err := helper.Patch(ctx, p.Obj, patch.WithOwnedConditions{Conditions: ownedConditions}); err != nil {
+	if err := f.writeObject(ctx, p); err != nil {
 		return fmt.Errorf("failed to patch %s: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}
 	f.written.wrote(p.Obj.GetUID(), p.fromVersion, p.writes.version)

@@ -103,6 +103,11 @@ type Result struct {
 	// executor's stand-in writes).
 	BringUpRequests map[string]float64 `json:"bringUpRequestsPerSecond"`
 	SteadyRequests  map[string]float64 `json:"steadyRequestsPerSecond"`
+	// Request counts over the bring-up by "VERB resource": all of the API
+	// server's, and the harness's own (executor, fleet creation, Cluster
+	// API's stand-in, readiness watch) counted on its client side.
+	BringUpRequestCounts map[string]float64 `json:"bringUpRequestCounts,omitempty"`
+	HarnessRequestCounts map[string]float64 `json:"harnessRequestCounts,omitempty"`
 
 	Executor ExecutorStats `json:"executor"`
 }
@@ -169,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	managerBin := cfg.ManagerBinary
 	if managerBin == "" {
 		managerBin = filepath.Join(build, "manager")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", managerBin, "./cmd/manager")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", managerBin, "./cmd/manager")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
@@ -195,7 +200,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := capi.InstallCRDSets(e.Config, sets...); err != nil {
 		return res, err
 	}
-	cs, c, err := clients(e.Config)
+	counter := &requestCounter{}
+	harnessConfig := counter.wrap(e.Config)
+	cs, c, err := clients(harnessConfig)
 	if err != nil {
 		return res, err
 	}
@@ -227,7 +234,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	view, err := fleetView(runCtx, e.Config, c)
+	harnessStart := counter.snapshot()
+	view, err := fleetView(runCtx, harnessConfig, c)
 	if err != nil {
 		return res, err
 	}
@@ -309,6 +317,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, err
 	}
 	res.BringUpRequests = rates(requestCounts(apiStart), requestCounts(apiUp), bringUp)
+	res.BringUpRequestCounts = minus(requestCounts(apiUp), requestCounts(apiStart))
+	res.HarnessRequestCounts = minus(counter.snapshot(), harnessStart)
 	mf, err := scrapeManager(ctx, metricsURL)
 	if err != nil {
 		return res, err
