@@ -87,7 +87,7 @@ func (e *Env) startChild(ctx context.Context) error {
 	if err := os.Remove(envFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("env: %w", err)
 	}
-	args := []string{"-kubeconfig", e.KubeconfigPath, "-dir", e.Dir, "-env-file", envFile}
+	args := []string{"-control-plane-kubeconfig", e.KubeconfigPath, "-dir", e.Dir, "-env-file", envFile}
 	for _, f := range []struct {
 		off  bool
 		flag string

@@ -21,7 +21,7 @@
 // Options.Separate runs the registry, Cluster API's controllers and the
 // kubelet in a child process instead of the calling one: captf-env (see
 // test/env/cmd/captf-env), built without -race into <Dir>/bin and attached
-// to the control plane the caller starts (its -kubeconfig flag). Start
+// to the control plane the caller starts (its -control-plane-kubeconfig flag). Start
 // returns once the child has written its env-file, its last step after
 // Cluster API's webhooks answer, its caches synced, the kubelet's Node is
 // registered and the registry serves; a child that exits first fails Start

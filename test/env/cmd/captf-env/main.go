@@ -9,7 +9,7 @@
 // is installed once it answers). It must run as root (the kubelet uses mount namespaces and
 // chroot).
 //
-// With -kubeconfig it uses a control plane that another process runs (and
+// With -control-plane-kubeconfig it uses a control plane that another process runs (and
 // leaves it running on exit): this is how env.Options.Separate runs the
 // registry, Cluster API and the kubelet outside a race-instrumented test
 // binary. `captf-env push-images` builds and pushes the runner and no-op
@@ -59,7 +59,7 @@ func main() {
 	var crds, managerArgs, setups list
 	dir := flag.String("dir", "", "data folder (default: a new temporary folder, removed on exit unless -keep)")
 	keep := flag.Bool("keep", false, "keep the data folder on exit")
-	kubeconfig := flag.String("kubeconfig", "", "admin kubeconfig of a running control plane to use instead of starting one (left running on exit)")
+	kubeconfig := flag.String("control-plane-kubeconfig", "", "admin kubeconfig of a running control plane to use instead of starting one (left running on exit)")
 	noCAPI := flag.Bool("no-capi", false, "do not run Cluster API's controllers")
 	noCAPIWebhooks := flag.Bool("no-capi-webhooks", false, "run Cluster API's controllers without their admission webhooks")
 	noKubelet := flag.Bool("no-kubelet", false, "do not run the process kubelet")
