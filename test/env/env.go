@@ -359,7 +359,9 @@ func (e *Env) Logs(namespace, pod, container string) (string, error) {
 }
 
 // Pids returns the process ids of the environment's child processes
-// (control plane, manager process, running containers).
+// (control plane, manager process, running containers; with
+// Options.Separate, the captf-env process, whose containers are its own
+// children).
 func (e *Env) Pids() []int {
 	var pids []int
 	if e.ControlPlane != nil {
