@@ -141,8 +141,12 @@ func startShared() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The registry, Cluster API and the kubelet run in a child process
+	// built without -race: the race detector is spent on CAPTF's manager
+	// and the scenarios alone. Their logs (with CAPTF_E2E_LOG) are in
+	// env/logs/captf-env.log.
 	e, err := env.Start(ctx, env.Options{
-		CAPI: true, Kubelet: true, Registry: true, Logger: logger,
+		CAPI: true, Kubelet: true, Registry: true, Separate: true, Logger: logger,
 		CRDPaths: []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
 	})
 	if err != nil {

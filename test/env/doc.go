@@ -18,6 +18,24 @@
 // adds the Job, garbage-collector, namespace, ServiceAccount, token and root
 // CA controllers (about 4 s). The full environment starts in 6-10 s.
 //
+// Options.Separate runs the registry, Cluster API's controllers and the
+// kubelet in a child process instead of the calling one: captf-env (see
+// test/env/cmd/captf-env), built without -race into <Dir>/bin and attached
+// to the control plane the caller starts (its -control-plane-kubeconfig flag). Start
+// returns once the child has written its env-file, its last step after
+// Cluster API's webhooks answer, its caches synced, the kubelet's Node is
+// registered and the registry serves; a child that exits first fails Start
+// with the tail of its log (<Dir>/logs/captf-env.log). Stop sends it
+// SIGTERM and waits while its kubelet stops the pods and its managers end.
+// The folder keeps the same layout (controlplane/logs, kubelet/pods, capi),
+// and Logs, PushImage, ImageRef and StartProcess work as in-process;
+// Env.Kubelet and Env.CAPI are nil. test/e2e runs this way, so that its
+// race-instrumented binary spends the race detector on CAPTF's manager and
+// the scenarios, not on image pulls and Cluster API; Env.EnvBinary's
+// push-images command builds and pushes CAPTF's images (package
+// test/env/images) outside it too. The package tests of test/env, its
+// kubelet and its capi run the components in-process, as they test them.
+//
 // The CAPTF manager plugs in through Options.Manager (a function run
 // in-process once everything is up) or Options.ManagerCommand (a binary run
 // with KUBECONFIG and CAPTF_ENV_REGISTRY set).

@@ -46,6 +46,22 @@ type Options struct {
 	Kubelet bool
 	// Registry serves a loopback OCI registry.
 	Registry bool
+	// Separate runs the registry, Cluster API's controllers and the
+	// kubelet in a child process, test/env/cmd/captf-env built without
+	// -race into <Dir>/bin (go build -trimpath, with the go command on
+	// PATH, from the repository holding the working directory), against
+	// the control plane this process starts; Start returns once the child
+	// reports them ready. A race-instrumented test binary then spends the
+	// race detector on its own code only. Env.Kubelet and Env.CAPI are nil
+	// in this mode; Logs, PushImage and the rest work alike. The child's
+	// output (and the components' logs, when Logger is set) goes to
+	// <Dir>/logs/captf-env.log.
+	Separate bool
+	// Kubeconfig, when set, is the admin kubeconfig of a running control
+	// plane to use instead of starting one (the child of Separate does
+	// this); Stop then leaves the control plane alone and ControlPlane is
+	// nil.
+	Kubeconfig string
 
 	// CRDPaths are extra CRD files or folders to install (e.g. CAPTF's
 	// config/crd/bases), before Manager starts.
@@ -86,9 +102,16 @@ type Env struct {
 	Clientset kubernetes.Interface
 
 	ControlPlane *controlplane.ControlPlane
-	Kubelet      *kubelet.Kubelet
-	CAPI         *capi.CAPI
-	reg          *registry.Registry
+	// Kubelet and CAPI are the in-process components (nil with
+	// Options.Separate, whose child process runs them).
+	Kubelet *kubelet.Kubelet
+	CAPI    *capi.CAPI
+	// EnvBinary is the captf-env binary the child process of
+	// Options.Separate runs ("" otherwise); its push-images command builds
+	// and pushes CAPTF's images outside the calling process.
+	EnvBinary string
+	reg       *registry.Registry
+	child     *controlplane.Process
 
 	opts      Options
 	ownDir    bool
@@ -125,19 +148,26 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		}
 	}()
 
-	if opts.Registry {
+	if opts.Registry && !opts.Separate {
 		if e.reg, err = registry.Start(); err != nil {
 			return e, err
 		}
 		e.Registry = e.reg.Host
 	}
-	if e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
-		Dir:               filepath.Join(e.Dir, "controlplane"),
-		ControllerManager: opts.ControllerManager,
-	}); err != nil {
-		return e, err
+	if opts.Kubeconfig != "" {
+		if e.Config, e.APIServerPort, err = attach(opts.Kubeconfig); err != nil {
+			return e, err
+		}
+		e.KubeconfigPath = opts.Kubeconfig
+	} else {
+		if e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+			Dir:               filepath.Join(e.Dir, "controlplane"),
+			ControllerManager: opts.ControllerManager,
+		}); err != nil {
+			return e, err
+		}
+		e.Config, e.KubeconfigPath, e.APIServerPort = e.ControlPlane.Config, e.ControlPlane.KubeconfigPath, e.ControlPlane.Port
 	}
-	e.Config, e.KubeconfigPath, e.APIServerPort = e.ControlPlane.Config, e.ControlPlane.KubeconfigPath, e.ControlPlane.Port
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return e, fmt.Errorf("env: failed to build clientset: %w", err)
 	}
@@ -145,10 +175,16 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		return e, fmt.Errorf("env: failed to build client: %w", err)
 	}
 
+	if opts.Separate {
+		if err := e.startChild(ctx); err != nil {
+			return e, err
+		}
+	}
+
 	// Cluster API and the kubelet start side by side.
 	var wg sync.WaitGroup
 	var capiErr, kubeletErr error
-	if opts.CAPI {
+	if opts.CAPI && !opts.Separate {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -157,7 +193,7 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 			})
 		}()
 	}
-	if opts.Kubelet {
+	if opts.Kubelet && !opts.Separate {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -241,6 +277,9 @@ func (e *Env) Stop() error {
 				errs = append(errs, fmt.Errorf("manager: %w", err))
 			}
 		}
+		if e.child != nil {
+			errs = append(errs, e.stopChild())
+		}
 		if e.Kubelet != nil {
 			errs = append(errs, e.Kubelet.Stop())
 		}
@@ -295,29 +334,41 @@ func (e *Env) StartProcess(name string, argv []string) (*controlplane.Process, e
 // PushImage pushes img to the loopback registry under repo (with a tag,
 // e.g. "captf/noop-cluster:dev") and returns <registry>/<repo>@sha256:….
 func (e *Env) PushImage(ctx context.Context, repo string, img v1.Image) (string, error) {
-	if e.reg == nil {
+	if e.reg != nil {
+		return e.reg.Push(ctx, repo, img)
+	}
+	if e.Registry == "" {
 		return "", errors.New("env: started without a registry")
 	}
-	return e.reg.Push(ctx, repo, img)
+	return registry.PushTo(ctx, e.Registry, repo, img)
 }
 
 // ImageRef returns the reference of repo in the loopback registry.
 func (e *Env) ImageRef(repo string) string { return e.Registry + "/" + repo }
 
-// Logs returns the output of a container of a pod the kubelet ran.
+// Logs returns the output of a container of a pod the kubelet ran (the
+// latest pod of that namespace and name).
 func (e *Env) Logs(namespace, pod, container string) (string, error) {
-	if e.Kubelet == nil {
+	if e.Kubelet != nil {
+		return e.Kubelet.Logs(namespace, pod, container)
+	}
+	if e.child == nil || !e.opts.Kubelet {
 		return "", errors.New("env: started without a kubelet")
 	}
-	return e.Kubelet.Logs(namespace, pod, container)
+	return e.childLogs(namespace, pod, container)
 }
 
 // Pids returns the process ids of the environment's child processes
-// (control plane, manager process, running containers).
+// (control plane, manager process, running containers; with
+// Options.Separate, the captf-env process, whose containers are its own
+// children).
 func (e *Env) Pids() []int {
 	var pids []int
 	if e.ControlPlane != nil {
 		pids = append(pids, e.ControlPlane.Pids()...)
+	}
+	if e.child != nil {
+		pids = append(pids, e.child.Pid())
 	}
 	e.procMu.Lock()
 	for _, p := range e.processes {
@@ -332,7 +383,8 @@ func (e *Env) Pids() []int {
 
 // RSS returns the resident memory in bytes of the environment's processes
 // and of the calling process (which hosts Cluster API, the kubelet and the
-// registry), each from /proc/<pid>/status.
+// registry, unless Options.Separate moved them to the child process), each
+// from /proc/<pid>/status.
 func (e *Env) RSS() (total int64, perProcess map[string]int64, err error) {
 	perProcess = map[string]int64{}
 	pids := append([]int{os.Getpid()}, e.Pids()...)

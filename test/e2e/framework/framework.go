@@ -15,12 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,10 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/images"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
@@ -67,16 +65,18 @@ func BuildRunner(root, dir string) (string, error) {
 
 // PushImages builds the runner image (the static /runner the Jobs' init
 // container copies) and the three no-op module images with the pinned
-// OpenTofu, and pushes them to the environment's registry.
+// OpenTofu, and pushes them to the environment's registry. With
+// env.Options.Separate they are built and pushed by `captf-env
+// push-images`, outside the calling process.
 func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) (Images, error) {
-	platform := v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
-	runnerImg, err := imagebuild.Build(imagebuild.Spec{Platform: platform, Layers: []imagebuild.Layer{{Entries: []imagebuild.Entry{
-		{Path: "/runner", Mode: 0o755, Source: runnerBin},
-	}}}})
-	if err != nil {
-		return Images{}, fmt.Errorf("build the runner image: %w", err)
+	if e.EnvBinary != "" {
+		return pushFromChild(ctx, root, e, runnerBin, tools.OpenTofu)
 	}
-	runner, err := e.PushImage(ctx, "captf/runner:dev", runnerImg)
+	runnerImg, err := images.Runner(runnerBin)
+	if err != nil {
+		return Images{}, err
+	}
+	runner, err := e.PushImage(ctx, images.RunnerRepo, runnerImg)
 	if err != nil {
 		return Images{}, err
 	}
@@ -87,31 +87,70 @@ func PushImages(ctx context.Context, root string, e *env.Env, runnerBin string) 
 
 // PushModuleImages builds the three no-op module images with the pinned
 // runtime rt and pushes them as captf/noop-<role>:v0.1.0-<rt.Tag>, the
-// Quick Start's tags; Runner is left empty.
+// Quick Start's tags; Runner is left empty. With env.Options.Separate they
+// are built and pushed by `captf-env push-images`.
 func PushModuleImages(ctx context.Context, root string, e *env.Env, rt tools.Runtime) (Images, error) {
-	bin, err := rt.Path()
-	if err != nil {
-		return Images{}, err
+	if e.EnvBinary != "" {
+		return pushFromChild(ctx, root, e, "", rt)
 	}
-	platform := v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
 	var out Images
-	for role, ref := range map[contract.Role]*string{
-		contract.RoleCluster: &out.Cluster, contract.RoleMachine: &out.Machine, contract.RoleMachinePool: &out.MachinePool,
-	} {
-		img, err := imagebuild.ModuleImage{
-			Role: role, ModuleDir: filepath.Join(root, "modules", "noop", string(role)),
-			Runtime: bin, RuntimeName: rt.Name, RuntimeVersion: rt.Version, EmptyProviders: true,
-			Platform: platform,
-		}.Build()
+	for _, role := range contract.Roles() {
+		img, err := images.Module(root, role, rt)
 		if err != nil {
-			return Images{}, fmt.Errorf("build the %s image: %w", role, err)
+			return Images{}, err
 		}
-		repo := "captf/noop-" + string(role) + ":v0.1.0-" + rt.Tag
+		repo := images.ModuleRepo(role, rt)
 		if _, err := e.PushImage(ctx, repo, img); err != nil {
 			return Images{}, err
 		}
 		// By tag: the tag is the module version.
-		*ref = e.ImageRef(repo)
+		*out.ref(role) = e.ImageRef(repo)
+	}
+	return out, nil
+}
+
+func (i *Images) ref(role contract.Role) *string {
+	switch role {
+	case contract.RoleCluster:
+		return &i.Cluster
+	case contract.RoleMachine:
+		return &i.Machine
+	}
+	return &i.MachinePool
+}
+
+// pushFromChild runs `captf-env push-images` of the environment (a process
+// built without -race) and reads the references it prints.
+func pushFromChild(ctx context.Context, root string, e *env.Env, runnerBin string, rt tools.Runtime) (Images, error) {
+	args := []string{"push-images", "-registry", e.Registry, "-root", root, "-runtime", rt.Tag}
+	if runnerBin != "" {
+		args = append(args, "-runner", runnerBin)
+	}
+	cmd := exec.CommandContext(ctx, e.EnvBinary, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return Images{}, fmt.Errorf("captf-env push-images: %w\n%s", err, stderr.String())
+	}
+	var out Images
+	for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+		name, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			return Images{}, fmt.Errorf("captf-env push-images: unexpected output line %q", line)
+		}
+		if name == "runner" {
+			out.Runner = ref
+			continue
+		}
+		role, err := contract.ParseRole(name)
+		if err != nil {
+			return Images{}, fmt.Errorf("captf-env push-images: unexpected output line %q", line)
+		}
+		*out.ref(role) = ref
+	}
+	if out.Cluster == "" || out.Machine == "" || out.MachinePool == "" || (runnerBin != "" && out.Runner == "") {
+		return Images{}, fmt.Errorf("captf-env push-images: missing references in its output %q", stdout)
 	}
 	return out, nil
 }

@@ -1,4 +1,5 @@
-// Package capi runs Cluster API v1.14's controllers in-process against the
+// Package capi runs Cluster API v1.14's controllers in-process (in the test
+// binary, or in captf-env's process with env.Options.Separate) against the
 // local environment's API server, with the CRDs and admission webhooks from
 // the pinned CAPI Go module: the core controllers (Cluster, Machine,
 // MachineSet, MachineDeployment, MachinePool, MachineHealthCheck), the

@@ -140,6 +140,14 @@ func (p *Process) Exited() <-chan struct{} {
 	return p.done
 }
 
+// Err returns how the process (as last started) ended: nil while it runs
+// or when it exited with status 0.
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
 // ExitError describes how the process ended, with the tail of its log.
 func (p *Process) ExitError() error {
 	p.mu.Lock()

@@ -67,7 +67,7 @@ type podWorker struct {
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 	w := &podWorker{
 		k: k, ns: pod.Namespace, nm: pod.Name, uid: string(pod.UID),
-		dir:     filepath.Join(k.opts.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		dir:     PodDir(k.opts.Dir, pod.Namespace, pod.Name, string(pod.UID)),
 		deleted: make(chan struct{}),
 		done:    make(chan struct{}),
 		grace:   -1,
@@ -87,7 +87,19 @@ func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 }
 
 func (w *podWorker) logPath(container string) string {
-	return filepath.Join(w.dir, "logs", container+".log")
+	return ContainerLogPath(w.dir, container)
+}
+
+// PodDir is the folder of a pod under the kubelet's data folder dir:
+// pods/<namespace>_<name>_<uid> (Kubernetes names hold no underscore).
+func PodDir(dir, namespace, name, uid string) string {
+	return filepath.Join(dir, "pods", namespace+"_"+name+"_"+uid)
+}
+
+// ContainerLogPath is the log file of a container in a pod's folder:
+// logs/<container>.log.
+func ContainerLogPath(podDir, container string) string {
+	return filepath.Join(podDir, "logs", container+".log")
 }
 
 // markDeleted asks the worker to stop the pod; grace is the deletion grace

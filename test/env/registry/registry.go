@@ -65,7 +65,13 @@ func (r *Registry) Ref(repo string) string { return r.Host + "/" + repo }
 // "captf/noop-cluster:dev") and returns the pinned reference
 // <host>/<repository>@sha256:<digest>.
 func (r *Registry) Push(ctx context.Context, repo string, img v1.Image) (string, error) {
-	ref, err := name.ParseReference(r.Ref(repo), name.Insecure)
+	return PushTo(ctx, r.Host, repo, img)
+}
+
+// PushTo is Push to the loopback registry at host (host:port), e.g. one
+// another process serves.
+func PushTo(ctx context.Context, host, repo string, img v1.Image) (string, error) {
+	ref, err := name.ParseReference(host+"/"+repo, name.Insecure)
 	if err != nil {
 		return "", fmt.Errorf("invalid image reference %q: %w", repo, err)
 	}

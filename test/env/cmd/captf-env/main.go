@@ -9,7 +9,14 @@
 // is installed once it answers). It must run as root (the kubelet uses mount namespaces and
 // chroot).
 //
+// With -control-plane-kubeconfig it uses a control plane that another process runs (and
+// leaves it running on exit): this is how env.Options.Separate runs the
+// registry, Cluster API and the kubelet outside a race-instrumented test
+// binary. `captf-env push-images` builds and pushes the runner and no-op
+// module images to a running environment's registry.
+//
 //	go run ./test/env/cmd/captf-env [flags]
+//	go run ./test/env/cmd/captf-env push-images -registry host:port [-runner bin] [-runtime opentofu|terraform|none]
 package main
 
 import (
@@ -39,10 +46,22 @@ func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "push-images" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := pushImages(ctx, os.Args[2:])
+		stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "captf-env push-images: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var crds, managerArgs, setups list
 	dir := flag.String("dir", "", "data folder (default: a new temporary folder, removed on exit unless -keep)")
 	keep := flag.Bool("keep", false, "keep the data folder on exit")
+	kubeconfig := flag.String("control-plane-kubeconfig", "", "admin kubeconfig of a running control plane to use instead of starting one (left running on exit)")
 	noCAPI := flag.Bool("no-capi", false, "do not run Cluster API's controllers")
+	noCAPIWebhooks := flag.Bool("no-capi-webhooks", false, "run Cluster API's controllers without their admission webhooks")
 	noKubelet := flag.Bool("no-kubelet", false, "do not run the process kubelet")
 	noRegistry := flag.Bool("no-registry", false, "do not serve the loopback registry")
 	manager := flag.String("manager", "", "CAPTF manager binary to run against the environment (KUBECONFIG is set for it)")
@@ -63,6 +82,8 @@ func main() {
 	opts := env.Options{
 		ControllerManager: true,
 		CAPI:              !*noCAPI,
+		NoCAPIWebhooks:    *noCAPIWebhooks,
+		Kubeconfig:        *kubeconfig,
 		Kubelet:           !*noKubelet,
 		Registry:          !*noRegistry,
 		CRDPaths:          crds,
@@ -139,7 +160,13 @@ func main() {
 		fmt.Printf("webhooks:   %s on 127.0.0.1:%d\n", validating[0].Name, port)
 	}
 	if *envFile != "" {
-		if err := os.WriteFile(*envFile, []byte(strings.Join(e.ProcessEnv(), "\n")+"\n"), 0o644); err != nil {
+		// Written whole then renamed: a reader waiting for the file never
+		// sees part of it.
+		tmp := *envFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(strings.Join(e.ProcessEnv(), "\n")+"\n"), 0o644); err != nil {
+			fail("failed to write %s: %v", *envFile, err)
+		}
+		if err := os.Rename(tmp, *envFile); err != nil {
 			fail("failed to write %s: %v", *envFile, err)
 		}
 	}
@@ -150,7 +177,9 @@ func main() {
 		fmt.Printf("registry:   %s\n", e.Registry)
 	}
 	fmt.Printf("data:       %s\n", e.Dir)
-	fmt.Printf("logs:       %s/controlplane/logs, %s/logs; pod logs under %s/kubelet/pods\n", e.Dir, e.Dir, e.Dir)
+	if e.ControlPlane != nil {
+		fmt.Printf("logs:       %s/controlplane/logs, %s/logs; pod logs under %s/kubelet/pods\n", e.Dir, e.Dir, e.Dir)
+	}
 	if total, _, err := e.RSS(); err == nil {
 		fmt.Printf("memory:     %d MiB resident\n", total>>20)
 	}
