@@ -19,7 +19,10 @@ STATICCHECK = $(shell $(TOOLS) staticcheck)/staticcheck
 # -ldflags=-w leaves DWARF out of the test binaries (stack traces and race
 # reports do not use it): go test links every binary again on each run,
 # and this makes that link about a quarter cheaper.
-GO_TEST_FLAGS ?= -race -trimpath -ldflags=-w -count=1 -timeout 45m
+# -p 3 runs three test binaries at once on two cores: most packages wait on
+# an API server, a Job or a process for part of their time, and a third
+# binary uses that idle CPU.
+GO_TEST_FLAGS ?= -race -trimpath -ldflags=-w -p 3 -count=1 -timeout 45m
 
 ##@ General
 
