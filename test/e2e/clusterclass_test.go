@@ -73,21 +73,11 @@ func TestClusterClassFlavor(t *testing.T) {
 	w.identityFor(ctx, ns)
 	recorded := w.recordJobs(ns)
 
-	raw, err := os.ReadFile(filepath.Join(root(t), "templates", "clusterclass-noop.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	class, err := framework.Decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range class {
-		o.SetNamespace(ns)
+	w.createClusterClass(ctx, ns, func(o *unstructured.Unstructured) {
 		if o.GetKind() == "ClusterClass" {
 			addTeamPatch(t, o)
 		}
-		w.create(ctx, o)
-	}
+	})
 	w.reachWorkload(ctx, ns, name)
 	wl := w.playWorkload(ns, name, framework.WorkloadOptions{WorkersOnly: true})
 	objs, err := framework.Template(root(t), "cluster-template-clusterclass.yaml", map[string]string{
@@ -180,20 +170,7 @@ func TestClusterClassFlavor(t *testing.T) {
 	// A different image: the no-op machine image with another version label.
 	next := w.pushWithLabels(ctx, w.images.Machine, strings.TrimPrefix(w.images.Machine, w.e.Registry+"/")+"-rollout",
 		map[string]string{contract.LabelVersion: "v0.1.1"})
-	cluster := &clusterv1.Cluster{}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-			return err
-		}
-		for i := range cluster.Spec.Topology.Variables {
-			if cluster.Spec.Topology.Variables[i].Name == "machineImage" {
-				cluster.Spec.Topology.Variables[i].Value.Raw = []byte(`"` + next + `"`)
-			}
-		}
-		return w.c.Update(ctx, cluster)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	w.setMachineImage(ctx, ns, name, next)
 	w.eventually(ctx, 3*time.Minute, "the control plane and the MachineDeployment to reference a TerraformMachineTemplate of the new image", func() (bool, string) {
 		var kcps controlplanev1.KubeadmControlPlaneList
 		var mds clusterv1.MachineDeploymentList
@@ -474,5 +451,44 @@ func (w *world) recordJobs(ns string) func() []string {
 			return out[i] < out[j]
 		})
 		return out
+	}
+}
+
+// createClusterClass creates the objects of templates/clusterclass-noop.yaml
+// in ns, each passed to edit first.
+func (w *world) createClusterClass(ctx context.Context, ns string, edit func(*unstructured.Unstructured)) {
+	w.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root(w.t), "templates", "clusterclass-noop.yaml"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	class, err := framework.Decode(raw)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, o := range class {
+		o.SetNamespace(ns)
+		edit(o)
+		w.create(ctx, o)
+	}
+}
+
+// setMachineImage sets Cluster ns/name's machineImage topology variable to
+// image, retrying on a conflict.
+func (w *world) setMachineImage(ctx context.Context, ns, name, image string) {
+	w.t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cluster := &clusterv1.Cluster{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return err
+		}
+		for i := range cluster.Spec.Topology.Variables {
+			if cluster.Spec.Topology.Variables[i].Name == "machineImage" {
+				cluster.Spec.Topology.Variables[i].Value.Raw = []byte(`"` + image + `"`)
+			}
+		}
+		return w.c.Update(ctx, cluster)
+	}); err != nil {
+		w.t.Fatal(err)
 	}
 }

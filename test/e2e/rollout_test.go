@@ -12,8 +12,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -70,21 +67,11 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 	jobs := w.recordJobs(ns)
 	begin := time.Now()
 
-	raw, err := os.ReadFile(filepath.Join(root(t), "templates", "clusterclass-noop.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	class, err := framework.Decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range class {
-		o.SetNamespace(ns)
+	w.createClusterClass(ctx, ns, func(o *unstructured.Unstructured) {
 		if o.GetKind() == "KubeadmControlPlaneTemplate" {
 			externalEtcd(t, o)
 		}
-		w.create(ctx, o)
-	}
+	})
 	w.externalEtcdCertificates(ctx, ns, name)
 	w.reachWorkload(ctx, ns, name)
 	wl := w.playWorkload(ns, name, framework.WorkloadOptions{})
@@ -137,20 +124,7 @@ func TestClusterClassControlPlaneRollout(t *testing.T) {
 
 	next := w.pushWithLabels(ctx, w.images.Machine, strings.TrimPrefix(w.images.Machine, w.e.Registry+"/")+"-cp-rollout",
 		map[string]string{contract.LabelVersion: "v0.1.2"})
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cluster := &clusterv1.Cluster{}
-		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
-			return err
-		}
-		for i := range cluster.Spec.Topology.Variables {
-			if cluster.Spec.Topology.Variables[i].Name == "machineImage" {
-				cluster.Spec.Topology.Variables[i].Value.Raw = []byte(`"` + next + `"`)
-			}
-		}
-		return w.c.Update(ctx, cluster)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	w.setMachineImage(ctx, ns, name, next)
 	rollout := time.Now()
 
 	oldTM := old.Spec.InfrastructureRef.Name
