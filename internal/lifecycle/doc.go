@@ -28,7 +28,10 @@
 //	              status patch, then Jobs marked bookkept and, after a
 //	              completed deletion, the finalizer removed
 //
-// The patch helper takes its snapshot before any step runs. Steps never set
+// The pass takes its snapshot (with the patch helper) before any step runs;
+// its writes go out as one merge patch of the status and at most one of
+// metadata and spec, each locked to the version it builds on, and through
+// the patch helper only after a conflict (onepatch.go). Steps never set
 // a condition on the object: they record facts (conditions.go), and the
 // status step computes every condition from them in one place. The only
 // writes before the final status patch are the ones the book names: the
