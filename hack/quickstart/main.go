@@ -74,7 +74,7 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 			return fail(err)
 		}
 	}
-	runner, err := framework.BuildRunner(root, tmp)
+	runner, err := framework.BuildRunner(tmp)
 	if err != nil {
 		return fail(err)
 	}

@@ -131,7 +131,7 @@ func startShared() error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	runnerBin, err := framework.BuildRunner(r, tmp)
+	runnerBin, err := framework.BuildRunner(tmp)
 	if err != nil {
 		return err
 	}

@@ -37,11 +37,10 @@ func (w *world) captf(ctx context.Context, user string, args ...string) (string,
 			return
 		}
 		plugin.dir = filepath.Join(shared.dir, "build", "plugin")
-		cmd := exec.Command("go", "build", "-o", filepath.Join(plugin.dir, "kubectl-captf"), "./cmd/kubectl-captf")
-		cmd.Dir = root(w.t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			plugin.err = &buildError{err: err, out: string(out)}
+		if plugin.err = os.MkdirAll(plugin.dir, 0o755); plugin.err != nil {
+			return
 		}
+		plugin.err = tools.Build(context.WithoutCancel(ctx), "./cmd/kubectl-captf", filepath.Join(plugin.dir, "kubectl-captf"))
 	})
 	if plugin.err != nil {
 		w.t.Fatalf("kubectl captf: %v", plugin.err)
@@ -72,13 +71,6 @@ func (w *world) mustCaptf(ctx context.Context, user string, args ...string) stri
 	}
 	return out
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (b *buildError) Error() string { return b.err.Error() + ": " + b.out }
 
 // operatorRole binds user, in ns only, to what the plugin needs (book:
 // Security Model, the operator's role): read and patch the Terraform*

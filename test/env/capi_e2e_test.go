@@ -2,7 +2,6 @@ package env_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +34,12 @@ func placeholder(kind, name string, spec map[string]any) *unstructured.Unstructu
 	return u
 }
 
-func TestClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane(t *testing.T) {
-	e := env.ForTest(t, env.Options{Logger: testLogger, CAPI: true, CRDPaths: []string{filepath.Join("testdata", "placeholder-infra")}})
+// testClusterAPIControllers checks, on an environment started with CAPI and
+// the placeholder infrastructure CRDs, that Cluster API's controllers and
+// webhooks act on a Cluster, a MachineDeployment and a KubeadmControlPlane
+// as on a real management cluster. TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess
+// runs it on the child process's Cluster API, the one test/e2e uses.
+func testClusterAPIControllers(t *testing.T, e *env.Env) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := e.Client

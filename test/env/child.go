@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,18 +53,15 @@ func attach(kubeconfig string) (*rest.Config, int, error) {
 }
 
 // BuildEnvBinary builds test/env/cmd/captf-env without -race
-// (go build -trimpath, so a clone in another folder reuses the build cache)
-// into dir and returns its path.
+// (tools.Build: a clone in another folder and the other test binaries reuse
+// the one link) into dir and returns its path.
 func BuildEnvBinary(ctx context.Context, dir string) (string, error) {
-	root, err := tools.RepoRoot()
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("env: %w", err)
 	}
 	bin := filepath.Join(dir, "captf-env")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./test/env/cmd/captf-env")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("env: go build ./test/env/cmd/captf-env: %w\n%s", err, out)
+	if err := tools.Build(ctx, "./test/env/cmd/captf-env", bin); err != nil {
+		return "", fmt.Errorf("env: %w", err)
 	}
 	return bin, nil
 }

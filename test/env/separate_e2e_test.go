@@ -24,6 +24,9 @@ import (
 // Options.Separate: the registry, Cluster API and the kubelet run in the
 // captf-env child process; Start returns once they are ready, the Env's API
 // works as in-process, and Stop has the child stop its pods and managers.
+// Cluster API's own behaviour is checked on this environment too
+// (testClusterAPIControllers): one control plane and one Cluster API serve
+// both.
 func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -62,6 +65,10 @@ func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 	if _, err := e.Clientset.CoreV1().Nodes().Get(ctx, kubelet.DefaultNodeName, metav1.GetOptions{}); err != nil {
 		t.Errorf("the kubelet's Node was not registered when Start returned: %v", err)
 	}
+
+	t.Run("ClusterAPIControllersActOnClusterMachineDeploymentAndControlPlane", func(t *testing.T) {
+		testClusterAPIControllers(t, e)
+	})
 
 	// PushImage reaches the child's registry; its kubelet runs the pod;
 	// Logs reads what the container wrote.

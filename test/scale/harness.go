@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -174,10 +173,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	managerBin := cfg.ManagerBinary
 	if managerBin == "" {
 		managerBin = filepath.Join(build, "manager")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", managerBin, "./cmd/manager")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return res, fmt.Errorf("failed to build the manager: %v\n%s", err, out)
+		if err := tools.Build(ctx, "./cmd/manager", managerBin); err != nil {
+			return res, fmt.Errorf("failed to build the manager: %w", err)
 		}
 	}
 	crds, err := framework.RenderedCRDs(root, build)

@@ -7,12 +7,18 @@ package tools
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Binary names and the hack/tools entry that builds each.
@@ -119,3 +125,69 @@ func Runtimes() []Runtime { return []Runtime{OpenTofu, Terraform} }
 
 // Path returns the pinned binary of the runtime, building it if needed.
 func (r Runtime) Path() (string, error) { return Path(r.Binary) }
+
+// Build builds the main package pkg (./cmd/manager, say) of the checkout
+// with go build -trimpath and puts the binary at dst. The build goes to a
+// fixed path under ${XDG_CACHE_HOME:-$HOME/.cache}/captf/bin that depends
+// only on dst's base name and env (CGO_ENABLED=0, say), so every test
+// binary and every clone of the repository builds into the same file: go
+// build finds it up to date and skips the link when nothing it is made of
+// changed. A file lock serialises the builds, and dst is a hard link to (or
+// a copy of) the result taken under the lock, so a later build from other
+// sources never changes the binary a caller runs.
+func Build(ctx context.Context, pkg, dst string, env ...string) error {
+	name := filepath.Base(dst)
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return err
+	}
+	key := sha256.Sum256([]byte(strings.Join(env, "\x00")))
+	dir := filepath.Join(cache, "captf", "bin", name+"-"+hex.EncodeToString(key[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if os.Link(out, dst) == nil {
+		return nil
+	}
+	return copyFile(out, dst)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

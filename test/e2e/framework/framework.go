@@ -52,13 +52,10 @@ func (i Images) Module(role contract.Role) string {
 }
 
 // BuildRunner builds the static runner binary into dir.
-func BuildRunner(root, dir string) (string, error) {
+func BuildRunner(dir string) (string, error) {
 	out := filepath.Join(dir, "runner")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/runner")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/runner: %w\n%s", err, b)
+	if err := tools.Build(context.Background(), "./cmd/runner", out, "CGO_ENABLED=0"); err != nil {
+		return "", err
 	}
 	return out, nil
 }

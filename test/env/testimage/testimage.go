@@ -4,9 +4,9 @@
 package testimage
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -31,11 +31,6 @@ var (
 // Program returns the static podprog binary, built once per process.
 func Program() ([]byte, error) {
 	once.Do(func() {
-		root, err := tools.RepoRoot()
-		if err != nil {
-			errB = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "podprog-")
 		if err != nil {
 			errB = fmt.Errorf("failed to create build folder: %w", err)
@@ -43,11 +38,8 @@ func Program() ([]byte, error) {
 		}
 		defer os.RemoveAll(dir)
 		out := filepath.Join(dir, "podprog")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./test/env/testdata/podprog")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			errB = fmt.Errorf("failed to build podprog: %w: %s", err, b)
+		if err := tools.Build(context.Background(), "./test/env/testdata/podprog", out, "CGO_ENABLED=0"); err != nil {
+			errB = fmt.Errorf("failed to build podprog: %w", err)
 			return
 		}
 		binary, errB = os.ReadFile(out)
