@@ -35,8 +35,9 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
-// The runner binary under test, built once by TestMain with CGO_ENABLED=0
-// exactly as the image build does.
+// The runner binary under test, built once by TestMain with CGO_ENABLED=0,
+// -trimpath and stripped symbols exactly as the image build does (and so
+// from the build cache of any clone).
 var runnerBin string
 
 func TestMain(m *testing.M) {
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(dir, "runner")
-	build := exec.Command("go", "build", "-o", runnerBin, ".")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", runnerBin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

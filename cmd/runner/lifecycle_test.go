@@ -20,8 +20,9 @@ import (
 const clusterResources = 4
 
 // TestLifecycle runs every operation against one object, in the order an
-// object lives: apply, a guarded apply with nothing to do, refresh, drift
-// without and with drift, a plan, destroy and a restore of the first
+// object lives: apply (whose module declares every contract output: none
+// is reported undeclared), a guarded apply with nothing to do, refresh,
+// drift without and with drift, a plan, destroy and a restore of the first
 // applied state. It runs on each runtime an image may ship, OpenTofu and
 // Terraform.
 func TestLifecycle(t *testing.T) { onRuntimes(t, testLifecycle) }
@@ -53,6 +54,19 @@ func testLifecycle(t *testing.T, rt tools.Runtime) {
 		}
 		if l := f.lease(); l.Spec.HolderIdentity != nil {
 			t.Errorf("lock still held after a clean run: %s", *l.Spec.HolderIdentity)
+		}
+		// The no-op module declares every contract output: the result
+		// lists none undeclared, and the root is the rendered one.
+		if out.doc.Module == nil || len(out.doc.Module.UndeclaredOutputs) != 0 {
+			t.Errorf("module %+v; result %s", out.doc.Module, out.raw)
+		}
+		if !strings.Contains(string(out.raw), `"module":{"undeclaredOutputs":[]}`) {
+			t.Errorf("the result does not carry an empty undeclaredOutputs: %s", out.raw)
+		}
+		rendered, _ := os.ReadFile(filepath.Join(f.dir, "config", runner.MainFile))
+		root, _ := os.ReadFile(filepath.Join(f.dir, "work", "root", runner.MainFile))
+		if len(rendered) == 0 || string(rendered) != string(root) {
+			t.Errorf("the generated root differs from the rendered one")
 		}
 	})
 	applied := f.stateSecret().Data[state.DataKey]

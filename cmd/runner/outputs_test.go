@@ -78,23 +78,3 @@ func TestUndeclaredContractOutput(t *testing.T) {
 		}
 	})
 }
-
-// TestEveryContractOutputDeclared: a module that declares every contract
-// output gets an empty list, and its root is the rendered one.
-func TestEveryContractOutputDeclared(t *testing.T) {
-	f := newFixture(t, contract.RoleCluster)
-	f.render(`{}`)
-	out := f.run("apply")
-	f.mustSucceed(out, "init,validate,apply")
-	if out.doc.Module == nil || len(out.doc.Module.UndeclaredOutputs) != 0 {
-		t.Fatalf("module %+v; result %s", out.doc.Module, out.raw)
-	}
-	if !strings.Contains(string(out.raw), `"module":{"undeclaredOutputs":[]}`) {
-		t.Errorf("result %s", out.raw)
-	}
-	rendered, _ := os.ReadFile(filepath.Join(f.dir, "config", runner.MainFile))
-	root, _ := os.ReadFile(filepath.Join(f.dir, "work", "root", runner.MainFile))
-	if string(rendered) != string(root) {
-		t.Errorf("the generated root differs from the rendered one")
-	}
-}

@@ -76,7 +76,7 @@ func testStaleLock(t *testing.T, rt tools.Runtime) {
 
 	f.render(`{"slow_seconds":0}`)
 	t.Run("a held lock fails the run at the first locking step", func(t *testing.T) {
-		out := f.run("apply", "--lock-timeout=1s")
+		out := f.run("apply", "--lock-timeout=0s")
 		e := out.doc.Error
 		if out.code != runner.ExitFailure || e == nil || e.Kind != infrav1.RunErrorStep || *e.Step != runner.StepApply {
 			t.Fatalf("exit %d result %s", out.code, out.raw)
@@ -179,7 +179,7 @@ func TestSIGTERMReachesTheRuntimeOnly(t *testing.T) {
 // once --stop-timeout has passed; the run still reports interrupted.
 func TestStopTimeoutKillsTheRuntime(t *testing.T) {
 	f, args := fakeJob(t, signalRuntime(true))
-	s := f.startRaw([]string{"PATH=/usr/bin:/bin"}, append(args, "--stop-timeout=1s"))
+	s := f.startRaw([]string{"PATH=/usr/bin:/bin"}, append(args, "--stop-timeout=100ms"))
 	s.stdout.waitFor(t, "apply-running", 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	signalled := time.Now()

@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 )
 
 // This file answers "which strings can reach an event's reason, or a
@@ -52,23 +54,84 @@ type flowPkg struct {
 type flowProgram struct {
 	Fset *token.FileSet
 	Pkgs []*flowPkg
+
+	// listed is go list's answer the program was checked from, deps
+	// first; imp imports the packages outside the module from their
+	// export data, one *types.Package each, for this program and every
+	// program derived from it.
+	listed []flowListed
+	imp    types.Importer
 }
 
 type flowListed struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
+	Imports    []string
 	Export     string
 	Standard   bool
 	Error      *struct{ Err string }
 }
 
+// flowBase caches, per root and patterns, the program checked without an
+// overlay: the test binary lists and checks the module once, and a test
+// that changes a few files checks again only the packages those files
+// reach.
+var flowBase = struct {
+	sync.Mutex
+	progs map[string]*flowProgram
+}{progs: map[string]*flowProgram{}}
+
 // flowLoad type-checks the packages matching patterns (relative to root)
 // and every package of the module they import. overlay replaces the
 // content of source files, by absolute path, so a test can change the code
-// it analyses.
+// it analyses: the packages it changes, and those of the module that
+// import them, are checked again; the others are shared with the program
+// loaded without an overlay.
 func flowLoad(root string, overlay map[string]string, patterns ...string) (*flowProgram, error) {
-	args := append([]string{"list", "-e", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export,Standard,Error"}, patterns...)
+	flowBase.Lock()
+	defer flowBase.Unlock()
+	key := root + "\x00" + strings.Join(patterns, "\x00")
+	base, ok := flowBase.progs[key]
+	if !ok {
+		listed, err := flowList(root, patterns...)
+		if err != nil {
+			return nil, err
+		}
+		if base, err = flowCheck(listed, nil, nil); err != nil {
+			return nil, err
+		}
+		flowBase.progs[key] = base
+	}
+	if len(overlay) == 0 {
+		return base, nil
+	}
+	return flowCheck(base.listed, overlay, base)
+}
+
+// flowBuildFlags are the test binary's own -race and -trimpath: go list
+// then compiles export data under the same action IDs as the build of the
+// test binaries (make test's flags), so it finds it in the build cache, in
+// any clone.
+func flowBuildFlags() []string {
+	flags := []string{"-trimpath"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		flags = flags[:0]
+		for _, s := range bi.Settings {
+			if (s.Key == "-race" || s.Key == "-trimpath") && s.Value == "true" {
+				flags = append(flags, s.Key)
+			}
+		}
+	}
+	return flags
+}
+
+// flowList lists the packages matching patterns and their dependencies,
+// deps first, with their export data.
+func flowList(root string, patterns ...string) ([]flowListed, error) {
+	args := append([]string{"list"}, flowBuildFlags()...)
+	args = append(args, "-e", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Imports,Export,Standard,Error")
+	args = append(args, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
@@ -91,35 +154,59 @@ func flowLoad(root string, overlay map[string]string, patterns ...string) (*flow
 		}
 		listed = append(listed, p)
 	}
+	return listed, nil
+}
 
-	fset := token.NewFileSet()
-	exports := map[string]string{}
-	for _, p := range listed {
-		exports[p.ImportPath] = p.Export
-	}
-	gc := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		f, ok := exports[path]
-		if !ok || f == "" {
-			return nil, fmt.Errorf("no export data for %s", path)
+func flowOurs(path string) bool { return path == flowModule || strings.HasPrefix(path, flowModule+"/") }
+
+// flowCheck type-checks the module's packages of listed. With a base, a
+// package is taken from it as it is unless overlay changes one of its
+// files or it imports a package checked again.
+func flowCheck(listed []flowListed, overlay map[string]string, base *flowProgram) (*flowProgram, error) {
+	prog := &flowProgram{listed: listed}
+	from := map[string]*flowPkg{}
+	if base != nil {
+		prog.Fset, prog.imp = base.Fset, base.imp
+		for _, p := range base.Pkgs {
+			from[p.Path] = p
 		}
-		return os.Open(f)
-	})
-	prog := &flowProgram{Fset: fset}
+	} else {
+		prog.Fset = token.NewFileSet()
+		exports := map[string]string{}
+		for _, p := range listed {
+			exports[p.ImportPath] = p.Export
+		}
+		prog.imp = importer.ForCompiler(prog.Fset, "gc", func(path string) (io.ReadCloser, error) {
+			f, ok := exports[path]
+			if !ok || f == "" {
+				return nil, fmt.Errorf("no export data for %s", path)
+			}
+			return os.Open(f)
+		})
+	}
+	fset := prog.Fset
 	ours := map[string]*types.Package{}
 	imp := flowImporter(func(path string) (*types.Package, error) {
 		if p, ok := ours[path]; ok {
 			return p, nil
 		}
-		if path == flowModule || strings.HasPrefix(path, flowModule+"/") {
+		if flowOurs(path) {
 			return nil, fmt.Errorf("package %s is imported before it was checked", path)
 		}
-		return gc.Import(path)
+		return prog.imp.Import(path)
 	})
+	again := map[string]bool{}
 	// go list -deps prints a package after everything it imports.
 	for _, p := range listed {
-		if p.Standard || (p.ImportPath != flowModule && !strings.HasPrefix(p.ImportPath, flowModule+"/")) {
+		if p.Standard || !flowOurs(p.ImportPath) {
 			continue
 		}
+		if old, ok := from[p.ImportPath]; ok && !flowChanged(p, overlay, again) {
+			ours[p.ImportPath] = old.Types
+			prog.Pkgs = append(prog.Pkgs, old)
+			continue
+		}
+		again[p.ImportPath] = true
 		fp := &flowPkg{Path: p.ImportPath}
 		for _, name := range p.GoFiles {
 			path := filepath.Join(p.Dir, name)
@@ -140,6 +227,7 @@ func flowLoad(root string, overlay map[string]string, patterns ...string) (*flow
 			Selections: map[*ast.SelectorExpr]*types.Selection{},
 		}
 		conf := types.Config{Importer: imp}
+		var err error
 		fp.Types, err = conf.Check(p.ImportPath, fset, fp.Files, fp.Info)
 		if err != nil {
 			return nil, fmt.Errorf("type-checking %s: %w", p.ImportPath, err)
@@ -148,6 +236,22 @@ func flowLoad(root string, overlay map[string]string, patterns ...string) (*flow
 		prog.Pkgs = append(prog.Pkgs, fp)
 	}
 	return prog, nil
+}
+
+// flowChanged reports whether overlay changes one of p's files or p
+// imports a package in again.
+func flowChanged(p flowListed, overlay map[string]string, again map[string]bool) bool {
+	for _, name := range p.GoFiles {
+		if _, ok := overlay[filepath.Join(p.Dir, name)]; ok {
+			return true
+		}
+	}
+	for _, i := range p.Imports {
+		if again[i] {
+			return true
+		}
+	}
+	return false
 }
 
 type flowImporter func(path string) (*types.Package, error)

@@ -85,7 +85,7 @@ func TestTfcapiLintIsGoInstallable(t *testing.T) {
 		docsCopyFile(t, filepath.Join(r, f), filepath.Join(copyDir, f))
 	}
 	bin := filepath.Join(t.TempDir(), "tfcapi-lint")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/tfcapi-lint")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/tfcapi-lint")
 	build.Dir = copyDir
 	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
