@@ -38,5 +38,5 @@ func TestHarness(t *testing.T) {
 	}
 	t.Logf("%s", res.RequestTable())
 	t.Logf("%s", res.EventTable())
-	t.Logf("%d machines Ready in %.1fs, %d Jobs, manager peak RSS %.0f MiB", n, res.AllReadySeconds, res.Jobs, res.PeakRSSMiB)
+	t.Logf("%d machines Ready in %.1fs, %d Jobs, %.1f TerraformMachine passes per machine, manager peak RSS %.0f MiB", n, res.AllReadySeconds, res.Jobs, res.Reconciles/float64(n), res.PeakRSSMiB)
 }

@@ -77,6 +77,7 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 			res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.MaxQueue)
 		if res.Complete {
 			fmt.Print(res.RequestTable())
+			fmt.Print(res.EventTable())
 		}
 		if !docs {
 			continue
