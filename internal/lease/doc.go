@@ -10,7 +10,9 @@
 // managers, or two reconciles racing after a crash, can never start two
 // Jobs of one object. Every write is a create or a resourceVersion-checked
 // update, so of two acquirers exactly one wins; the loser reads the winner
-// and waits (WaitingForRunLease). Re-acquiring for the same Job name
+// and waits (WaitingForRunLease). A round that ends in a write may decide
+// from the manager's cache (Leases.Hint): a stale copy only costs a refused
+// write and a live round; a round that decides without writing reads live. Re-acquiring for the same Job name
 // succeeds (the name is deterministic, and creating the Job twice fails on
 // its name), and renews the lease at most every RenewInterval. The lease is
 // given back (holderIdentity cleared) when the finished Job's per-run Secret

@@ -37,6 +37,14 @@ type Leases struct {
 	// Reader reads the Leases, Jobs and Pods the decisions rest on. It must
 	// read from the API server (the manager's APIReader), not a cache.
 	Reader client.Reader
+	// Hint, when set, is a possibly stale copy of the Leases (the
+	// manager's cache). An acquire or release whose first round would end
+	// in a write takes that round's lease from Hint instead of reading it
+	// live: a create, or an update carrying the copy's resourceVersion, so
+	// a stale copy costs a refused write and a live round, never a second
+	// holder. A round that decides without writing (the lease is another
+	// Job's, or already ours and not due for renewal) reads live.
+	Hint client.Reader
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -326,10 +334,15 @@ func (l *Leases) MachineOperations(ctx context.Context, namespace, cluster strin
 // concurrent acquirer's win shows up as a conflict, and the next round
 // reads the winner.
 func (l *Leases) acquire(ctx context.Context, key types.NamespacedName, labels map[string]string, job string, op infrav1.Operation) (Outcome, error) {
+	hinted := l.Hint != nil
 	for range maxAttempts {
 		now := l.now()
-		cur := &coordinationv1.Lease{}
-		err := l.Reader.Get(ctx, key, cur)
+		cur, err := l.read(ctx, key, hinted, func(lease *coordinationv1.Lease, found bool) bool {
+			// The hint decides only what is written: a lease to create,
+			// or a free one to take.
+			return !found || holderName(lease) == ""
+		})
+		hinted = false
 		if apierrors.IsNotFound(err) {
 			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: labels}}
 			hold(lease, job, op, now, true)
@@ -387,6 +400,21 @@ func (l *Leases) acquire(ctx context.Context, key types.NamespacedName, labels m
 	return Outcome{}, fmt.Errorf("lease %s is contended: no decision after %d attempts", key, maxAttempts)
 }
 
+// read returns the lease: from Hint when hinted and what Hint holds (the
+// lease, or found false when it has none) leads to a write (a create, or
+// an update with the copy's resourceVersion), else live.
+func (l *Leases) read(ctx context.Context, key types.NamespacedName, hinted bool, writes func(lease *coordinationv1.Lease, found bool) bool) (*coordinationv1.Lease, error) {
+	cur := &coordinationv1.Lease{}
+	if hinted {
+		err := l.Hint.Get(ctx, key, cur)
+		if (apierrors.IsNotFound(err) && writes(cur, false)) || (err == nil && writes(cur, true)) {
+			return cur, err
+		}
+		cur = &coordinationv1.Lease{}
+	}
+	return cur, l.Reader.Get(ctx, key, cur)
+}
+
 // hold makes job the lease's holder at now; transition marks a change of
 // holder (a new acquire time and one more transition).
 func hold(lease *coordinationv1.Lease, job string, op infrav1.Operation, now time.Time, transition bool) {
@@ -432,9 +460,16 @@ func hasLabels(lease *coordinationv1.Lease, labels map[string]string) bool {
 
 // release clears the holder when job holds the lease.
 func (l *Leases) release(ctx context.Context, key types.NamespacedName, job string) error {
+	hinted := l.Hint != nil
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &coordinationv1.Lease{}
-		if err := l.Reader.Get(ctx, key, cur); err != nil {
+		cur, err := l.read(ctx, key, hinted, func(lease *coordinationv1.Lease, found bool) bool {
+			// The hint decides only what is written: job's hold given
+			// back (a lease missing from the hint may be one the cache
+			// has not seen yet: read live).
+			return found && holderName(lease) == job
+		})
+		hinted = false
+		if err != nil {
 			return err
 		}
 		if holderName(cur) != job {

@@ -14,7 +14,7 @@ import (
 // RunnerRBACReady (internal/identity owns the rules).
 func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 	prev := p.Before(infrav1.IdentityAllowedCondition)
-	creds, err := identity.ReconcileWithMemo(ctx, f.Client, f.APIReader, f.ServiceAccounts, p.Obj, p.TerraformCluster)
+	creds, err := identity.ReconcileWithMemo(ctx, f.Client, f.sources.Reader(f.APIReader), f.ServiceAccounts, p.Obj, p.TerraformCluster)
 	for _, c := range creds.Conditions() {
 		p.record(fromReading, c.Type, c.Status, c.Reason, c.Message)
 	}

@@ -56,6 +56,10 @@ type Flow struct {
 	// exports caches each cluster's exports by its state's version (set
 	// by Setup; nil reads the state every time).
 	exports *exportsCache
+	// sources shares live reads of the Secrets the credentials step reads
+	// (the identity's source Secret) among concurrent passes (set by
+	// Setup; nil reads each with its own request).
+	sources *identity.SharedReads
 }
 
 // kind is the workload kind the flow reconciles: the one that runs its

@@ -10,6 +10,9 @@ import (
 
 func (f *Flow) leases() *lease.Leases {
 	l := lease.New(f.Client, f.APIReader)
+	// The cache's copy saves the live read of a round that ends in a
+	// create or a resourceVersion-checked update.
+	l.Hint = f.Client
 	if f.Clock != nil {
 		l.Now = f.Clock
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
@@ -40,6 +41,7 @@ type ControllerOptions struct {
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
 	f.exports = &exportsCache{}
+	f.sources = identity.NewSharedReads(f.APIReader)
 	kind := f.kind()
 	obj := f.kind().NewObject()
 	log := ctrl.LoggerFrom(ctx)

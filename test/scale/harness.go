@@ -107,6 +107,10 @@ type Result struct {
 	// API's stand-in, readiness watch) counted on its client side.
 	BringUpRequestCounts map[string]float64 `json:"bringUpRequestCounts,omitempty"`
 	HarnessRequestCounts map[string]float64 `json:"harnessRequestCounts,omitempty"`
+	// Events recorded over the bring-up by "Type Reason": the events
+	// (each a create) and their repeats (series, each first repeat a
+	// patch), read from the API server after every machine was Ready.
+	Events map[string]EventCount `json:"events,omitempty"`
 
 	Executor ExecutorStats `json:"executor"`
 }
@@ -316,6 +320,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.BringUpRequests = rates(requestCounts(apiStart), requestCounts(apiUp), bringUp)
 	res.BringUpRequestCounts = minus(requestCounts(apiUp), requestCounts(apiStart))
 	res.HarnessRequestCounts = minus(counter.snapshot(), harnessStart)
+	if res.Events, err = countEvents(ctx, cs); err != nil {
+		return res, err
+	}
 	mf, err := scrapeManager(ctx, metricsURL)
 	if err != nil {
 		return res, err

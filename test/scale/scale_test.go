@@ -37,5 +37,6 @@ func TestHarness(t *testing.T) {
 		t.Logf("the executor retried %d times; last error: %s", res.Executor.Failures, res.Executor.LastError)
 	}
 	t.Logf("%s", res.RequestTable())
-	t.Logf("%d machines Ready in %.1fs, %d Jobs, manager peak RSS %.0f MiB", n, res.AllReadySeconds, res.Jobs, res.PeakRSSMiB)
+	t.Logf("%s", res.EventTable())
+	t.Logf("%d machines Ready in %.1fs, %d Jobs, %.1f TerraformMachine passes per machine, manager peak RSS %.0f MiB", n, res.AllReadySeconds, res.Jobs, res.Reconciles/float64(n), res.PeakRSSMiB)
 }

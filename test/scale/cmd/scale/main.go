@@ -75,8 +75,12 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
 			n, res.AllReadySeconds, res.JobsPerSecond, res.PeakRSSMiB, res.SteadyRSSMiB, res.SteadyHeapMiB, res.SteadyCPU,
 			res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.MaxQueue)
+		if m := res.Executor.MultiApply; len(m) > 0 {
+			fmt.Printf("N=%d: %d objects applied more than once (the harness test fails on this): %v\n", n, len(m), m[:min(len(m), 10)])
+		}
 		if res.Complete {
 			fmt.Print(res.RequestTable())
+			fmt.Print(res.EventTable())
 		}
 		if !docs {
 			continue
