@@ -26,8 +26,17 @@ func DurableName(kind infrav1.WorkloadKind, name string) string {
 // durableSecret reads the durable inputs Secret through the cache (it
 // carries captf.io/managed); nil when missing.
 func (f *Flow) durableSecret(ctx context.Context, p *Pass) (*corev1.Secret, error) {
+	return f.readDurable(ctx, f.Client, p)
+}
+
+// liveDurableSecret is durableSecret read from the API server.
+func (f *Flow) liveDurableSecret(ctx context.Context, p *Pass) (*corev1.Secret, error) {
+	return f.readDurable(ctx, f.APIReader, p)
+}
+
+func (f *Flow) readDurable(ctx context.Context, r client.Reader, p *Pass) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := f.Client.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}, s)
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}, s)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -51,6 +60,19 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	p.Durable = durable
 
 	st, readErr := state.Read(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	if errors.Is(readErr, state.ErrNotFound) && p.wroteState() {
+		// A finished apply or restore wrote the state, but the Secret
+		// cache does not show it: the Job's watch and the Secrets' watch
+		// are not in step, and the cache may also hold the durable inputs
+		// from before this object's last digest pin. Deciding on that
+		// would apply a second time (NoState), so both are read from the
+		// API server instead.
+		if durable, err = f.liveDurableSecret(ctx, p); err != nil {
+			return err
+		}
+		p.Durable = durable
+		st, readErr = state.Read(ctx, f.APIReader, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	}
 	reason := state.ReasonOf(readErr)
 	switch {
 	case readErr == nil:
@@ -94,6 +116,18 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 		return f.Adapter.ObserveOutputs(ctx, p)
 	}
 	return nil
+}
+
+// wroteState: a finished apply or restore of the object's Job history
+// succeeded, so a state Secret exists unless something deleted it.
+func (p *Pass) wroteState() bool {
+	for i := range p.Records {
+		r := &p.Records[i]
+		if (r.Op == decide.OpApply || r.Op == decide.OpRestore) && r.Outcome() == decide.OutcomeSucceeded {
+			return true
+		}
+	}
+	return false
 }
 
 // everApplied: provisioned, the durable inputs record a successful apply or

@@ -1,0 +1,86 @@
+package lifecycle
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+)
+
+// TestStateCacheBehindTheJob checks that the pass that reads a succeeded
+// apply's result while the manager's cache already shows the finished Job
+// but not yet the state Secrets it wrote (the Job's watch and the Secrets'
+// watch are not in step) neither applies the machine a second time nor
+// takes its state for lost (The Reconcile Lifecycle, "at most one Job per
+// object"; Terraform State: lost state is decided from live reads). The
+// cache's lag is played by a client whose Secret lists leave the machine's
+// state Secrets out and whose durable inputs Secret is the copy from before the
+// pass's own digest pin.
+func TestStateCacheBehindTheJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.provisionedCluster("prod")
+	mw := e.newMachine(w, "prod-md-0", nil)
+	e.mustPass(mw.TM)
+	e.mustPass(mw.TM)
+	job := e.wantJob(mw.TM, infrav1.OperationApply)
+	e.advance(30 * time.Second)
+	e.writeState(mw.TM, stateOf(1, machineOutputs("running", true), ""))
+	e.finishJob(job, succeeded, nil)
+
+	before := e.durable(mw.TM).DeepCopy()
+	e.refresh(mw.TM)
+	suffix := mw.TM.Status.StateSecretSuffix
+	if suffix == "" {
+		t.Fatal("the machine's status names no state Secret suffix")
+	}
+	f := e.flowFor(mw.TM)
+	f.Client = interceptor.NewClient(k8s.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if sl, ok := list.(*corev1.SecretList); ok {
+				kept := sl.Items[:0]
+				for _, s := range sl.Items {
+					if s.Labels[state.BackendSuffixLabel] != suffix {
+						kept = append(kept, s)
+					}
+				}
+				sl.Items = kept
+			}
+			return nil
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if s, ok := obj.(*corev1.Secret); ok && key.Name == before.Name && key.Namespace == before.Namespace {
+				before.DeepCopyInto(s)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	if _, err := f.Reconcile(e.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mw.TM)}); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	e.refresh(mw.TM)
+	var applies []string
+	for _, j := range e.jobsOf(mw.TM) {
+		if j.Labels[infrav1.OpLabel] == string(infrav1.OperationApply) {
+			applies = append(applies, j.Name)
+		}
+	}
+	if len(applies) != 1 {
+		t.Errorf("apply Jobs = %v, want only %s: the pass applied the machine again on a state the cache did not show yet", applies, job.Name)
+	}
+	if c := conditionOf(mw.TM, infrav1.StateReadableCondition); c != nil && c.Status == metav1.ConditionFalse {
+		t.Errorf("StateReadable = %s/%s: %s, want the state read", c.Status, c.Reason, c.Message)
+	}
+}
