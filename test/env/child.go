@@ -37,6 +37,10 @@ func attach(kubeconfig string) (*rest.Config, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("env: failed to load the kubeconfig %s: %w", kubeconfig, err)
 	}
+	// A kubeconfig carries no rate limits: without these, client-go's
+	// 5 requests per second would hold the kubelet's pod bindings and
+	// status writes back by seconds, unlike the in-process environment.
+	cfg.QPS, cfg.Burst = controlplane.ClientQPS, controlplane.ClientBurst
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
 		return nil, 0, fmt.Errorf("env: the kubeconfig %s names an invalid server %q: %w", kubeconfig, cfg.Host, err)

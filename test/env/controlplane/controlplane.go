@@ -64,6 +64,14 @@ type ControlPlane struct {
 	Etcd, APIServer, ControllerManager *Process
 }
 
+// ClientQPS and ClientBurst are the client rate limits of the environment's
+// admin config, shared by everything in it (the kubelet, Cluster API, the
+// tests' clients).
+const (
+	ClientQPS   = 200
+	ClientBurst = 400
+)
+
 // Start generates certificates, starts etcd and kube-apiserver (and
 // kube-controller-manager when asked) and waits until the API server is
 // ready (and, with the controller manager, until the default namespace has
@@ -190,8 +198,8 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	cp.Config = &rest.Config{
 		Host:            cp.Host,
 		TLSClientConfig: rest.TLSClientConfig{CAData: caData, CertFile: pki.AdminCert, KeyFile: pki.AdminKey},
-		QPS:             200,
-		Burst:           400,
+		QPS:             ClientQPS,
+		Burst:           ClientBurst,
 	}
 	if cp.Config, err = loadCertData(cp.Config); err != nil {
 		return cp, err
