@@ -113,7 +113,13 @@ func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "waiter", metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+		if err != nil || p.Status.Phase != corev1.PodRunning {
+			return false, nil
+		}
+		// Running is reported once the process starts; its SIGTERM
+		// handler is in place once it says it waits.
+		logs, _ := e.Logs(ns, "waiter", "main")
+		return strings.Contains(logs, "waiting for SIGTERM"), nil
 	}); err != nil {
 		t.Fatalf("pod waiter did not run: %v", err)
 	}
