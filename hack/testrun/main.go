@@ -98,7 +98,7 @@ func testRun(parallel int, buildFlags []string, timeout time.Duration, run strin
 	for range max(parallel, 1) {
 		wg.Go(func() {
 			for p := range work {
-				out, ok := runOne(p, args)
+				out, ok := runOne(p, args, verbose)
 				mu.Lock()
 				os.Stdout.Write(out)
 				if !ok {
@@ -224,7 +224,7 @@ func goTestC(out string, buildFlags []string, pkgs []*pkg) error {
 
 // runOne runs a package's test binary in its folder and returns what go
 // test would print for it, and whether it passed.
-func runOne(p *pkg, args []string) ([]byte, bool) {
+func runOne(p *pkg, args []string, verbose bool) ([]byte, bool) {
 	start := time.Now()
 	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = p.Dir
@@ -234,7 +234,7 @@ func runOne(p *pkg, args []string) ([]byte, bool) {
 	took := time.Since(start).Seconds()
 	var exit *exec.ExitError
 	switch {
-	case err == nil && hasFlag(args, "-test.v=true"):
+	case err == nil && verbose:
 		fmt.Fprintf(&out, "ok  \t%s\t%.3fs\n", p.ImportPath, took)
 		return out.Bytes(), true
 	case err == nil:
@@ -245,13 +245,4 @@ func runOne(p *pkg, args []string) ([]byte, bool) {
 		fmt.Fprintf(&out, "%v\nFAIL\t%s\t%.3fs\n", err, p.ImportPath, took)
 	}
 	return out.Bytes(), false
-}
-
-func hasFlag(args []string, f string) bool {
-	for _, a := range args {
-		if a == f {
-			return true
-		}
-	}
-	return false
 }

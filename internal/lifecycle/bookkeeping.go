@@ -143,7 +143,7 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 	if la := obj.GetWorkspaceStatus().ActiveJob; la == nil || la.Name != aj.Name {
 		return nil
 	}
-	durable, err := f.durableSecret(ctx, p)
+	durable, err := f.durableSecret(ctx, f.Client, p)
 	if err != nil {
 		return err
 	}
@@ -371,7 +371,7 @@ func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) {
 // pinDigest records a succeeded apply's image digest on the durable inputs
 // Secret, and marks it applied.
 func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) error {
-	durable, err := f.durableSecret(ctx, p)
+	durable, err := f.durableSecret(ctx, f.Client, p)
 	if err != nil || durable == nil {
 		return err
 	}

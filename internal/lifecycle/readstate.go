@@ -23,18 +23,9 @@ func DurableName(kind infrav1.WorkloadKind, name string) string {
 	return "captf-inputs-" + kind.Short() + "-" + name
 }
 
-// durableSecret reads the durable inputs Secret through the cache (it
-// carries captf.io/managed); nil when missing.
-func (f *Flow) durableSecret(ctx context.Context, p *Pass) (*corev1.Secret, error) {
-	return f.readDurable(ctx, f.Client, p)
-}
-
-// liveDurableSecret is durableSecret read from the API server.
-func (f *Flow) liveDurableSecret(ctx context.Context, p *Pass) (*corev1.Secret, error) {
-	return f.readDurable(ctx, f.APIReader, p)
-}
-
-func (f *Flow) readDurable(ctx context.Context, r client.Reader, p *Pass) (*corev1.Secret, error) {
+// durableSecret reads the durable inputs Secret through r: the cache (it
+// carries captf.io/managed) or the API server; nil when missing.
+func (f *Flow) durableSecret(ctx context.Context, r client.Reader, p *Pass) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}, s)
 	switch {
@@ -53,7 +44,7 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	if p.Active != nil {
 		return nil
 	}
-	durable, err := f.durableSecret(ctx, p)
+	durable, err := f.durableSecret(ctx, f.Client, p)
 	if err != nil {
 		return err
 	}
@@ -67,7 +58,7 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 		// from before this object's last digest pin. Deciding on that
 		// would apply a second time (NoState), so both are read from the
 		// API server instead.
-		if durable, err = f.liveDurableSecret(ctx, p); err != nil {
+		if durable, err = f.durableSecret(ctx, f.APIReader, p); err != nil {
 			return err
 		}
 		p.Durable = durable
