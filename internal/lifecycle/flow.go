@@ -108,7 +108,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	snapshotConditions(p)
 	// The patch helper takes its snapshot before anything touches the
 	// object, so whatever the pass records is written by its one patch.
-	p.writes = &versionRecorder{Client: f.Client, Live: f.APIReader}
+	p.writes = &versionRecorder{Client: f.Client, Live: f.APIReader, wrote: func(v string) { f.written.wrote(obj.GetUID(), p.fromVersion, v) }}
 	snap, err := takeSnapshot(obj, p.writes)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for %s: %w", req.NamespacedName, err)

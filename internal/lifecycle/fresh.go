@@ -20,7 +20,12 @@ import (
 // It waits for the update instead.
 type written struct{ m sync.Map }
 
-type writtenVersions struct{ from, to string }
+type writtenVersions struct {
+	from, to string
+	// waiting: a pass found the cache behind this write and waits for
+	// the update to wake it.
+	waiting bool
+}
 
 // stale says obj is older than this manager's last change to it. The patch
 // helper writes metadata and status in two requests, so the cache can also
@@ -45,8 +50,37 @@ func (w *written) stale(obj client.Object) bool {
 	}
 	if !older {
 		w.m.Delete(obj.GetUID())
+	} else if !wv.waiting {
+		wv.waiting = true
+		w.m.Store(obj.GetUID(), wv)
 	}
 	return older
+}
+
+// ownUpdate says an update of obj to its version is this manager's own
+// write, which no pass waits for: a version after the writing pass's start
+// and up to the one its last patch produced. The pass that wrote it acted
+// on everything it wrote, so a pass woken by it would find nothing to do;
+// at a few thousand objects these passes queue behind the ones with work.
+// The mark stays for stale, which forgets it once a pass reads the
+// written version. Versions that are not integers (etcd revisions) are never taken
+// for own writes.
+func (w *written) ownUpdate(obj client.Object) bool {
+	if w == nil {
+		return false
+	}
+	v, ok := w.m.Load(obj.GetUID())
+	if !ok {
+		return false
+	}
+	wv := v.(writtenVersions)
+	have, err1 := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	from, err2 := strconv.ParseUint(wv.from, 10, 64)
+	to, err3 := strconv.ParseUint(wv.to, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return false
+	}
+	return !wv.waiting && from < have && have <= to
 }
 
 // wrote records that a pass which started from version from changed the
@@ -87,6 +121,9 @@ type versionRecorder struct {
 	last client.Object
 	// live says the next read goes to the API server.
 	live bool
+	// wrote, when set, learns each version a patch produced as soon as
+	// the patch returns.
+	wrote func(version string)
 }
 
 // record keeps the version a successful patch of obj produced and the
@@ -95,6 +132,9 @@ func (c *versionRecorder) record(obj client.Object, err error) error {
 	switch {
 	case err == nil:
 		c.version = obj.GetResourceVersion()
+		if c.wrote != nil {
+			c.wrote(c.version)
+		}
 		if cp, ok := obj.DeepCopyObject().(client.Object); ok {
 			c.last, c.live = cp, false
 		}

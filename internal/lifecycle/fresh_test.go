@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -190,5 +191,48 @@ func TestVersionRecorderReadsItsOwnPatch(t *testing.T) {
 		if want := map[bool]int{false: 0, true: 1}[other]; conflicts != want {
 			t.Errorf("someone else wrote: %v: %d conflicts, want %d", other, conflicts, want)
 		}
+	}
+}
+
+// TestOwnStatusWritesWakeNothing checks the For predicate: an update that
+// is this manager's own status write does not wake the object again, while
+// anyone else's update, a change beyond status, and a write a pass waits
+// for do.
+func TestOwnStatusWritesWakeNothing(t *testing.T) {
+	at := func(rv string, finalizers ...string) *infrav1.TerraformMachine {
+		return &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: rv, Finalizers: finalizers}}
+	}
+	update := func(f *Flow, old, new *infrav1.TerraformMachine) bool {
+		return f.notOwnStatusWrite().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+	}
+	cases := []struct {
+		name     string
+		wrote    [2]string // from, to
+		waiting  bool
+		old, new *infrav1.TerraformMachine
+		wake     bool
+	}{
+		{"nothing written by this manager", [2]string{}, false, at("10"), at("11"), true},
+		{"the status patch this manager wrote", [2]string{"10", "12"}, false, at("11"), at("12"), false},
+		{"the version between the metadata and the status patch", [2]string{"10", "12"}, false, at("10"), at("11"), false},
+		{"someone else's status write after it", [2]string{"10", "12"}, false, at("12"), at("13"), true},
+		{"an older version than the writing pass started from", [2]string{"10", "12"}, false, at("9"), at("10"), true},
+		{"a finalizer change, though this manager wrote it", [2]string{"10", "12"}, false, at("11"), at("12", "f"), true},
+		{"the write a pass found the cache behind of", [2]string{"10", "12"}, true, at("11"), at("12"), true},
+		{"opaque versions", [2]string{"a", "b"}, false, at("a"), at("b"), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &Flow{written: &written{}}
+			if c.wrote[0] != "" {
+				f.written.wrote("u1", c.wrote[0], c.wrote[1])
+			}
+			if c.waiting && !f.written.stale(at(c.wrote[0])) {
+				t.Fatal("the starting version is not stale")
+			}
+			if got := update(f, c.old, c.new); got != c.wake {
+				t.Errorf("wake = %v, want %v", got, c.wake)
+			}
+		})
 	}
 }

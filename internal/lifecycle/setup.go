@@ -23,6 +23,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // ControllerOptions are what every workload controller is set up with.
@@ -56,6 +57,20 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 		b = opts.Extra(b)
 	}
 	return b.Complete(OrdinaryRequeues(f.Reconcile))
+}
+
+// notOwnStatusWrite drops the update of an object that is this manager's
+// own status write (written.ownUpdate): the pass that wrote it already
+// acted on it. An update that changes more than status (spec, labels,
+// annotations, finalizers, owner references, deletion) always passes, as
+// does one a pass waits for.
+func (f *Flow) notOwnStatusWrite() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil || watches.MetadataChanged(e.ObjectOld, e.ObjectNew) {
+			return true
+		}
+		return !f.written.ownUpdate(e.ObjectNew)
+	}}
 }
 
 func managedOnly() predicate.Predicate {

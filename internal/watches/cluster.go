@@ -34,7 +34,7 @@ func ClusterChangesForMembers() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return metaChanged(o, n) ||
+		return MetadataChanged(o, n) ||
 			!equalBool(o.Status.Initialization.InfrastructureProvisioned, n.Status.Initialization.InfrastructureProvisioned)
 	}}
 }
@@ -54,7 +54,7 @@ func TerraformClusterChangesForMembers() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
-		if metaChanged(o, n) || provisioned(o.Status.Initialization) != provisioned(n.Status.Initialization) {
+		if MetadataChanged(o, n) || provisioned(o.Status.Initialization) != provisioned(n.Status.Initialization) {
 			return true
 		}
 		for _, t := range []string{infrav1.ReadyCondition, infrav1.StateReadableCondition} {
@@ -66,8 +66,15 @@ func TerraformClusterChangesForMembers() predicate.Predicate {
 	}}
 }
 
-func metaChanged(o, n metav1.Object) bool {
+// MetadataChanged says an update changed more than status: the spec
+// (generation), labels, annotations, finalizers, owner references or the
+// deletion.
+func MetadataChanged(o, n metav1.Object) bool {
 	return o.GetGeneration() != n.GetGeneration() ||
+		!slices.EqualFunc(o.GetOwnerReferences(), n.GetOwnerReferences(), func(a, b metav1.OwnerReference) bool {
+			return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion &&
+				equalBool(a.Controller, b.Controller)
+		}) ||
 		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
 		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,8 +44,16 @@ type Config struct {
 	Batch         int
 	CreateWorkers int
 	BatchPause    time.Duration
-	// Settle is the wait after all are Ready before the steady window.
-	Settle time.Duration
+	// Settle is the wait after all are Ready before the steady window;
+	// the window then also waits for the manager's TerraformMachine
+	// workqueue to drain (the passes the bring-up queued), up to
+	// DrainTimeout (default 20 minutes).
+	Settle       time.Duration
+	DrainTimeout time.Duration
+	// SteadyStart, when set, holds the steady window back until this long
+	// after the run's start: past the drift interval, the window measures
+	// drift checks running.
+	SteadyStart time.Duration
 	// Steady is the measured window with every machine Ready (0: none).
 	Steady time.Duration
 	// Timeout bounds the bring-up.
@@ -80,13 +89,18 @@ type Result struct {
 	Jobs            int64   `json:"jobs"`
 	JobsPerSecond   float64 `json:"jobsPerSecond"`
 
-	PeakRSSMiB     float64 `json:"peakRssMiB"`
-	SteadyRSSMiB   float64 `json:"steadyRssMiB"`
-	PeakHeapMiB    float64 `json:"peakHeapMiB"`
-	SteadyHeapMiB  float64 `json:"steadyHeapMiB"`
-	BringUpCPU     float64 `json:"bringUpCpuCores"`
-	SteadyCPU      float64 `json:"steadyCpuCores"`
-	SteadySeconds  float64 `json:"steadySeconds"`
+	PeakRSSMiB    float64 `json:"peakRssMiB"`
+	SteadyRSSMiB  float64 `json:"steadyRssMiB"`
+	PeakHeapMiB   float64 `json:"peakHeapMiB"`
+	SteadyHeapMiB float64 `json:"steadyHeapMiB"`
+	BringUpCPU    float64 `json:"bringUpCpuCores"`
+	SteadyCPU     float64 `json:"steadyCpuCores"`
+	SteadySeconds float64 `json:"steadySeconds"`
+	// DrainSeconds is the time from all Ready to the steady window's
+	// start: the settle wait and the workqueue's drain; Drained says the
+	// queue emptied before the window.
+	DrainSeconds   float64 `json:"drainSeconds"`
+	Drained        bool    `json:"drained"`
 	SteadyJobs     int64   `json:"steadyJobs"`
 	CPUPerJobMilli float64 `json:"cpuMsPerJob"`
 
@@ -334,6 +348,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Steady window: every machine Ready, drift checks scheduled.
 	if cfg.Steady > 0 {
 		time.Sleep(cfg.Settle)
+		drained, err := drain(ctx, metricsURL, cmp.Or(cfg.DrainTimeout, 20*time.Minute))
+		if err != nil {
+			return res, err
+		}
+		res.Drained = drained
+		if wait := cfg.SteadyStart - time.Since(start); wait > 0 {
+			cfg.Logf("waiting %s for drift checks to start", wait.Round(time.Second))
+			time.Sleep(wait)
+		}
+		res.DrainSeconds = time.Since(start).Seconds() - res.AllReadySeconds
+		cfg.Logf("steady window starts %s after all Ready (workqueue drained: %v)", time.Duration(res.DrainSeconds*float64(time.Second)).Round(time.Second), drained)
 		before, _ := readProc(mgr.Pid())
 		apiBefore, err := scrapeAPIServer(ctx, cs)
 		if err != nil {
@@ -379,6 +404,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("%d duplicate Jobs: %v", n, res.Executor.Duplicates[:min(n, 5)])
 	}
 	return res, nil
+}
+
+// drain waits until the manager's TerraformMachine workqueue is empty in
+// two samples a second apart, or until timeout; it says whether it
+// emptied.
+func drain(ctx context.Context, metricsURL string, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	empty := 0
+	for time.Now().Before(deadline) {
+		mf, err := scrapeManager(ctx, metricsURL)
+		if err != nil {
+			return false, err
+		}
+		if depth, _ := mf.value("workqueue_depth", map[string]string{"name": "terraformmachine"}); depth == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		if empty >= 2 {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return false, nil
 }
 
 // ErrTimeout is returned when the bring-up did not finish in time; the

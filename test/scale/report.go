@@ -230,8 +230,8 @@ func Table(rs []Result) string {
 		}
 		fmt.Fprintf(&b, "| %d | %s |\n", r.N, strings.Join(parts, ", "))
 	}
-	b.WriteString("\nAPI requests per second in the steady window (every machine Ready, drift checks scheduled):\n\n")
-	b.WriteString("| N | window (s) | Jobs in window | requests/s |\n| ---: | ---: | ---: | --- |\n")
+	b.WriteString("\nAPI requests per second in the steady window (every machine Ready, drift checks scheduled; the window starts once the manager's TerraformMachine workqueue has drained what the bring-up queued):\n\n")
+	b.WriteString("| N | window starts after all Ready (s) | window (s) | Jobs in window | requests/s |\n| ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range rs {
 		var parts []string
 		for i, k := range SortedKeys(r.SteadyRequests) {
@@ -246,7 +246,11 @@ func Table(rs []Result) string {
 				parts = []string{"not measured (the run did not reach all Ready)"}
 			}
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %d | %s |\n", r.N, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
+		start := f1(r.DrainSeconds)
+		if r.Complete && !r.Drained {
+			start += " (queue not drained)"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %d | %s |\n", r.N, start, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
 	}
 	b.WriteString("\nEach run: when, the machine, its load average before the run, the Job delay and the manager's flags:\n\n")
 	for _, r := range rs {

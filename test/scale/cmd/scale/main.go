@@ -25,6 +25,7 @@ func main() {
 	ns := flag.String("n", "100", "comma-separated fleet sizes (TerraformMachines), run in order")
 	delay := flag.Duration("job-delay", 2*time.Second, "how long each simulated Job runs")
 	settle := flag.Duration("settle", 30*time.Second, "wait after all Ready before the steady window")
+	steadyStart := flag.Duration("steady-start", 0, "start the steady window no sooner than this long after the run's start (past the drift interval, it measures drift checks running)")
 	steady := flag.Duration("steady", 3*time.Minute, "steady window measured with every machine Ready")
 	managerArgs := flag.String("manager-args", "", "extra manager flags, space-separated")
 	docs := flag.Bool("docs", true, "write the results file, table and plots under docs/book/operator-guide")
@@ -43,13 +44,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *delay, *settle, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout, *batch, *managerBin); err != nil {
+	if err := run(ctx, *ns, *delay, *settle, *steadyStart, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout, *batch, *managerBin); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, list string, delay, settle, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration, batch int, managerBin string) error {
+func run(ctx context.Context, list string, delay, settle, steadyStart, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration, batch int, managerBin string) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		if err != nil || n < 1 {
 			return fmt.Errorf("-n: %q is not a fleet size", f)
 		}
-		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, Steady: steady, ManagerArgs: extra, Batch: batch, ManagerBinary: managerBin,
+		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, SteadyStart: steadyStart, Steady: steady, ManagerArgs: extra, Batch: batch, ManagerBinary: managerBin,
 			Logf: func(format string, args ...any) { fmt.Printf("N=%d: %s\n", n, fmt.Sprintf(format, args...)) }}
 		if keep != "" {
 			cfg.Dir = filepath.Join(keep, "n"+strconv.Itoa(n))
@@ -72,9 +73,15 @@ func run(ctx context.Context, list string, delay, settle, steady time.Duration, 
 		case err != nil:
 			return fmt.Errorf("run of %d machines: %w", n, err)
 		}
-		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
-			n, res.AllReadySeconds, res.JobsPerSecond, res.PeakRSSMiB, res.SteadyRSSMiB, res.SteadyHeapMiB, res.SteadyCPU,
+		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, bring-up CPU %.0f ms per Job, %.0f passes, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
+			n, res.AllReadySeconds, res.JobsPerSecond, res.PeakRSSMiB, res.SteadyRSSMiB, res.SteadyHeapMiB, res.CPUPerJobMilli, res.Reconciles, res.SteadyCPU,
 			res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.MaxQueue)
+		if cfg.Dir != "" {
+			// The run's own results file, for -merge.
+			if err := scale.SaveResults(filepath.Join(cfg.Dir, scale.ResultsFile), []scale.Result{*res}); err != nil {
+				return err
+			}
+		}
 		if m := res.Executor.MultiApply; len(m) > 0 {
 			fmt.Printf("N=%d: %d objects applied more than once (the harness test fails on this): %v\n", n, len(m), m[:min(len(m), 10)])
 		}
