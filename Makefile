@@ -99,7 +99,7 @@ scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) a
 
 .PHONY: rollout
 rollout: tools ## Roll a ClusterClass control plane (KubeadmControlPlane on an external etcd) out to a new machine image, its old machine destroyed.
-	go test $(GO_TEST_FLAGS) -tags rollout -run 'TestClusterClassControlPlaneRollout' -v ./test/e2e/
+	go test $(GO_TEST_FLAGS) -run 'TestClusterClassControlPlaneRollout' -v ./test/e2e/
 
 .PHONY: chaos
 chaos: tools ## Run the fault-injection matrix: the manager killed after every write site of the reference bring-up, and the fault scenarios.

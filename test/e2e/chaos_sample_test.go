@@ -1,5 +1,3 @@
-//go:build chaos
-
 package e2e
 
 import (
@@ -32,9 +30,9 @@ var faultChains = [][]faultPoint{{
 	{"patch terraformclusters/status * status", 2},
 	{"create leases captf-run-#-c", 1},
 	{"delete secrets captf-run-captf-c-*-apply-a1-#", 1},
-	{"patch secrets tfstate-default-#-c annotations[captf.io/inputs-hash]", 1},
 	{"patch terraformmachines * spec", 1},
 	{"create jobs captf-c-*-apply-a2-#", 1},
+	{"patch secrets tfstate-default-#-c annotations[captf.io/inputs-hash]", 1},
 }, {
 	{"patch terraformclusters * annotations[clusterctl.cluster.x-k8s.io/block-move]", 1},
 	{"create secrets captf-run-captf-c-*-apply-a1-#", 1},

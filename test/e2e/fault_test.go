@@ -244,6 +244,17 @@ func (b *faultBringUp) converged(ctx context.Context) (bool, string) {
 	if ok && (tc.Status.ActiveJob != nil || tc.Status.LastRun == nil || tc.Status.LastRun.Job != lastJobOf(b.timeline, "TerraformCluster/"+b.name)) {
 		return false, "the cluster's re-apply has not been reported"
 	}
+	// A pass marks the Jobs it booked right after its status patch: the
+	// end is reached once the mark is written too.
+	var jl batchv1.JobList
+	if err := c.List(ctx, &jl, client.InNamespace(b.ns)); err != nil {
+		return false, err.Error()
+	}
+	for _, j := range jl.Items {
+		if j.Annotations[infrav1.BookkeptAnnotation] != "true" {
+			return false, "Job " + j.Name + " is not marked bookkept yet"
+		}
+	}
 	return ok, "TerraformCluster: " + why
 }
 

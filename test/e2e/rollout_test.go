@@ -1,5 +1,3 @@
-//go:build rollout
-
 package e2e
 
 import (
