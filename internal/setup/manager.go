@@ -66,6 +66,9 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	mopts := ctrl.Options{
 		Scheme: scheme,
 		Cache:  cacheOptions(o),
+		// Lists by the labels that name an object's Jobs, pods, Secrets
+		// and Leases are answered from indexes (labelindex.go).
+		NewCache: newLabelIndexedCache,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cached: read live through the manager's client.
 			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}},
