@@ -64,6 +64,20 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 			continue
 		}
 		if job.Annotations[infrav1.BookkeptAnnotation] != "true" {
+			if _, ok := jobs.TerminationMessage(podOf[job.Name]); !ok {
+				// The Job finished, yet the cached pod does not show its
+				// container terminated: the pods' watch may be behind the
+				// Jobs'. What the runner reported is read from the live
+				// pod before the Job is booked.
+				pod, err := f.livePod(ctx, job)
+				if err != nil {
+					return err
+				}
+				if pod != nil {
+					podOf[job.Name] = pod
+					c = jobs.Classify(job, pod)
+				}
+			}
 			if err := f.bookkeepJob(ctx, p, job, &c); err != nil {
 				return err
 			}
@@ -103,6 +117,22 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	}
 	forgetRestore(p)
 	return nil
+}
+
+// livePod reads the newest pod of job from the API server; nil when it has
+// none.
+func (f *Flow) livePod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := f.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, fmt.Errorf("failed to read the pods of Job %s: %w", job.Name, err)
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		if pod := &pods.Items[i]; newest == nil || pod.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = pod
+		}
+	}
+	return newest, nil
 }
 
 // vanishedJob looks at a Job status.activeJob names that the cache does not

@@ -84,3 +84,60 @@ func TestStateCacheBehindTheJob(t *testing.T) {
 		t.Errorf("StateReadable = %s/%s: %s, want the state read", c.Status, c.Reason, c.Message)
 	}
 }
+
+// TestPodCacheBehindTheJob checks that the pass that books a finished Job
+// while the manager's cache shows the Job finished but its pod still
+// running (the pods' watch behind the Jobs') books what the runner
+// reported, read from the live pod: the steps and the runtime version of
+// status.lastRun and status.source, not an empty result. The cache's lag
+// is played by a client whose pod lists show the source container running.
+func TestPodCacheBehindTheJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.provisionedCluster("lagpod")
+	mw := e.newMachine(w, "lagpod-md-0", nil)
+	e.mustPass(mw.TM)
+	e.mustPass(mw.TM)
+	job := e.wantJob(mw.TM, infrav1.OperationApply)
+	e.advance(30 * time.Second)
+	e.writeState(mw.TM, stateOf(1, machineOutputs("running", true), ""))
+	d := doc(infrav1.OperationApply, succeeded)
+	if len(d.Steps) == 0 || d.Runtime.Version == "" {
+		t.Fatalf("the apply document reports no steps or runtime version: %+v", d)
+	}
+	e.finishJob(job, succeeded, d)
+
+	f := e.flowFor(mw.TM)
+	f.Client = interceptor.NewClient(k8s.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if pl, ok := list.(*corev1.PodList); ok {
+				for i := range pl.Items {
+					for j := range pl.Items[i].Status.ContainerStatuses {
+						cs := &pl.Items[i].Status.ContainerStatuses[j]
+						cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+						cs.LastTerminationState = corev1.ContainerState{}
+					}
+					pl.Items[i].Status.Phase = corev1.PodRunning
+				}
+			}
+			return nil
+		},
+	})
+	if _, err := f.Reconcile(e.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(mw.TM)}); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	e.refresh(mw.TM)
+	lr := mw.TM.Status.LastRun
+	if lr == nil || lr.Job != job.Name {
+		t.Fatalf("status.lastRun = %+v, want Job %s booked", lr, job.Name)
+	}
+	if len(lr.Steps) != len(d.Steps) {
+		t.Errorf("status.lastRun has %d steps, want the %d the runner reported", len(lr.Steps), len(d.Steps))
+	}
+	if src := mw.TM.Status.Source; src == nil || src.RuntimeVersion != d.Runtime.Version {
+		t.Errorf("status.source = %+v, want runtimeVersion %q", src, d.Runtime.Version)
+	}
+}
