@@ -34,14 +34,11 @@ type writtenVersions struct {
 // version the writing pass started from. Seeing the written version, or a
 // newer one, forgets the mark.
 func (w *written) stale(obj client.Object) bool {
-	if w == nil {
-		return false
-	}
-	v, ok := w.m.Load(obj.GetUID())
+	wv, ok := w.load(obj)
 	if !ok {
 		return false
 	}
-	wv, rv := v.(writtenVersions), obj.GetResourceVersion()
+	rv := obj.GetResourceVersion()
 	older := rv == wv.from
 	if have, err := strconv.ParseUint(rv, 10, 64); err == nil {
 		if want, err := strconv.ParseUint(wv.to, 10, 64); err == nil {
@@ -63,17 +60,13 @@ func (w *written) stale(obj client.Object) bool {
 // on everything it wrote, so a pass woken by it would find nothing to do;
 // at a few thousand objects these passes queue behind the ones with work.
 // The mark stays for stale, which forgets it once a pass reads the
-// written version. Versions that are not integers (etcd revisions) are never taken
-// for own writes.
+// written version. Versions that are not integers (etcd revisions) are
+// never taken for own writes.
 func (w *written) ownUpdate(obj client.Object) bool {
-	if w == nil {
-		return false
-	}
-	v, ok := w.m.Load(obj.GetUID())
+	wv, ok := w.load(obj)
 	if !ok {
 		return false
 	}
-	wv := v.(writtenVersions)
 	have, err1 := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 	from, err2 := strconv.ParseUint(wv.from, 10, 64)
 	to, err3 := strconv.ParseUint(wv.to, 10, 64)
@@ -81,6 +74,18 @@ func (w *written) ownUpdate(obj client.Object) bool {
 		return false
 	}
 	return !wv.waiting && from < have && have <= to
+}
+
+// load is the mark of obj, if any.
+func (w *written) load(obj client.Object) (writtenVersions, bool) {
+	if w == nil {
+		return writtenVersions{}, false
+	}
+	v, ok := w.m.Load(obj.GetUID())
+	if !ok {
+		return writtenVersions{}, false
+	}
+	return v.(writtenVersions), true
 }
 
 // wrote records that a pass which started from version from changed the
