@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,11 +70,11 @@ func (f *Flow) deleteIfStuck(ctx context.Context, p *Pass) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to read Secret %s: %w", jobs.RunSecretName(job.Name), err)
 	}
-	var pods corev1.PodList
-	if err := f.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return fmt.Errorf("failed to list the pods of Job %s: %w", job.Name, err)
+	pods, err := f.livePods(ctx, job)
+	if err != nil {
+		return err
 	}
-	for _, pod := range pods.Items {
+	for _, pod := range pods {
 		for _, cs := range pod.Status.ContainerStatuses {
 			if cs.State.Running != nil || cs.State.Terminated != nil {
 				return nil

@@ -119,16 +119,25 @@ func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// livePod reads the newest pod of job from the API server; nil when it has
-// none.
-func (f *Flow) livePod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
+// livePods reads job's pods from the API server.
+func (f *Flow) livePods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := f.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return nil, fmt.Errorf("failed to read the pods of Job %s: %w", job.Name, err)
 	}
+	return pods.Items, nil
+}
+
+// livePod reads the newest pod of job from the API server; nil when it has
+// none.
+func (f *Flow) livePod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
+	pods, err := f.livePods(ctx, job)
+	if err != nil {
+		return nil, err
+	}
 	var newest *corev1.Pod
-	for i := range pods.Items {
-		if pod := &pods.Items[i]; newest == nil || pod.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+	for i := range pods {
+		if pod := &pods[i]; newest == nil || pod.CreationTimestamp.After(newest.CreationTimestamp.Time) {
 			newest = pod
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
@@ -26,15 +28,8 @@ import (
 // pass's own digest pin.
 func TestStateCacheBehindTheJob(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	w := e.provisionedCluster("prod")
-	mw := e.newMachine(w, "prod-md-0", nil)
-	e.mustPass(mw.TM)
-	e.mustPass(mw.TM)
-	job := e.wantJob(mw.TM, infrav1.OperationApply)
-	e.advance(30 * time.Second)
-	e.writeState(mw.TM, stateOf(1, machineOutputs("running", true), ""))
-	e.finishJob(job, succeeded, nil)
+	d := doc(infrav1.OperationApply, succeeded)
+	e, mw, job := appliedMachine(t, "prod", d)
 
 	before := e.durable(mw.TM).DeepCopy()
 	e.refresh(mw.TM)
@@ -93,19 +88,11 @@ func TestStateCacheBehindTheJob(t *testing.T) {
 // is played by a client whose pod lists show the source container running.
 func TestPodCacheBehindTheJob(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	w := e.provisionedCluster("lagpod")
-	mw := e.newMachine(w, "lagpod-md-0", nil)
-	e.mustPass(mw.TM)
-	e.mustPass(mw.TM)
-	job := e.wantJob(mw.TM, infrav1.OperationApply)
-	e.advance(30 * time.Second)
-	e.writeState(mw.TM, stateOf(1, machineOutputs("running", true), ""))
 	d := doc(infrav1.OperationApply, succeeded)
 	if len(d.Steps) == 0 || d.Runtime.Version == "" {
 		t.Fatalf("the apply document reports no steps or runtime version: %+v", d)
 	}
-	e.finishJob(job, succeeded, d)
+	e, mw, job := appliedMachine(t, "lagpod", d)
 
 	f := e.flowFor(mw.TM)
 	f.Client = interceptor.NewClient(k8s.(client.WithWatch), interceptor.Funcs{
@@ -140,4 +127,20 @@ func TestPodCacheBehindTheJob(t *testing.T) {
 	if src := mw.TM.Status.Source; src == nil || src.RuntimeVersion != d.Runtime.Version {
 		t.Errorf("status.source = %+v, want runtimeVersion %q", src, d.Runtime.Version)
 	}
+}
+
+// appliedMachine is a machine of cluster name whose first apply Job
+// succeeded with document d, its state written: the cache-lag scenarios
+// start from the pass that books it.
+func appliedMachine(t *testing.T, name string, d *result.Document) (*env, *machineWorld, *batchv1.Job) {
+	e := newEnv(t)
+	w := e.provisionedCluster(name)
+	mw := e.newMachine(w, name+"-md-0", nil)
+	e.mustPass(mw.TM)
+	e.mustPass(mw.TM)
+	job := e.wantJob(mw.TM, infrav1.OperationApply)
+	e.advance(30 * time.Second)
+	e.writeState(mw.TM, stateOf(1, machineOutputs("running", true), ""))
+	e.finishJob(job, succeeded, d)
+	return e, mw, job
 }
