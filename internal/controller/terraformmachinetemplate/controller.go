@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -146,14 +145,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("image", image)
 
-	helper, err := patch.NewHelper(t, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for TerraformMachineTemplate %s: %w", req.NamespacedName, err)
-	}
-	before := t.Status.DeepCopy()
+	orig := t.DeepCopy()
+	before := &orig.Status
 	res, inspectErr := r.resolve(ctx, t, image)
 	apply(t, res, inspectErr, image)
-	if err := helper.Patch(ctx, t, patch.WithOwnedConditions{Conditions: []string{infrav1.CapacityResolvedCondition}}); err != nil {
+	// One status write carries the condition with the capacity, nodeInfo
+	// and capacitySource it speaks for, so no reader sees
+	// CapacityResolved=True beside the previous image's capacity (a
+	// patch helper writes conditions and the rest of status in two
+	// requests). The manager is the template status's only writer; the
+	// optimistic lock turns a concurrent write into a retry, not a loss.
+	if err := r.Client.Status().Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to patch the status of TerraformMachineTemplate %s: %w", req.NamespacedName, err)
 	}
 	r.report(log, t, prev, before, res, inspectErr)

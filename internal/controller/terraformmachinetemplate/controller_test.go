@@ -2,10 +2,12 @@ package terraformmachinetemplate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,6 +165,39 @@ func create(t *testing.T, c client.Client, objs ...client.Object) {
 	}
 }
 
+// watchVersions records every version of one template from now on; the
+// returned function gives the versions seen so far.
+func watchVersions(t *testing.T, namespace, name string) func() []infrav1.TerraformMachineTemplate {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &infrav1.TerraformMachineTemplateList{}, client.InNamespace(namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []infrav1.TerraformMachineTemplate
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if tmt, ok := ev.Object.(*infrav1.TerraformMachineTemplate); ok && tmt.Name == name {
+				mu.Lock()
+				seen = append(seen, *tmt)
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return func() []infrav1.TerraformMachineTemplate {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
 // TestTemplateCapacity resolves templates against images built with
 // imagebuild in an in-process registry.
 func TestTemplateCapacity(t *testing.T) {
@@ -186,8 +221,23 @@ func TestTemplateCapacity(t *testing.T) {
 	privateRef := private.push(t, "machine:v1", map[string]string{contract.LabelCapacity: `{"cpu":"1"}`})
 
 	t.Run("both labels: CapacityResolved, capacity, nodeInfo and capacitySource.image, with an event", func(t *testing.T) {
+		versions := watchVersions(t, ns, "small")
 		create(t, c, template(ns, "small", small))
 		envtest.Eventually(t, 60*time.Second, "CapacityResolved", condIs(c, ns, "small", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
+		// No version of the template, as any watcher saw it, carries the
+		// condition without the capacity it reports. The watch delivers
+		// versions in order: once it has the resolved one, it has every
+		// version before it.
+		envtest.Eventually(t, 60*time.Second, "the watch saw the resolved version", func() (bool, string) {
+			vs := versions()
+			return slices.ContainsFunc(vs, func(v infrav1.TerraformMachineTemplate) bool { return v.Status.CapacitySource != nil }), fmt.Sprintf("%d versions", len(vs))
+		})
+		for _, v := range versions() {
+			if cond := meta.FindStatusCondition(v.Status.Conditions, infrav1.CapacityResolvedCondition); cond != nil && cond.Status == metav1.ConditionTrue &&
+				(v.Status.CapacitySource == nil || v.Status.Capacity == nil || v.Status.NodeInfo == nil) {
+				t.Errorf("version %s has CapacityResolved=True but capacity %v, nodeInfo %v, capacitySource %v", v.ResourceVersion, v.Status.Capacity, v.Status.NodeInfo, v.Status.CapacitySource)
+			}
+		}
 		tmt, _ := get(c, ns, "small")
 		if q := tmt.Status.Capacity[corev1.ResourceMemory]; q.Cmp(resource.MustParse("4Gi")) != 0 {
 			t.Errorf("memory %s", q.String())
