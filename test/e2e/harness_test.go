@@ -139,6 +139,13 @@ func startShared() error {
 	if err != nil {
 		return err
 	}
+	// captf-env is built before the start's bound, as the runner is: its
+	// first build on a machine compiles Cluster API and the Kubernetes
+	// libraries and takes minutes of that bound (env.Start then finds it
+	// up to date).
+	if _, err := env.BuildEnvBinary(context.Background(), tmp); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The registry, Cluster API and the kubelet run in a child process

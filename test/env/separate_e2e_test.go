@@ -29,6 +29,11 @@ import (
 // both.
 func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 	dir := t.TempDir()
+	// A first build of captf-env on a machine takes minutes: not of the
+	// start's bound.
+	if _, err := env.BuildEnvBinary(context.Background(), filepath.Join(dir, "prebuilt")); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e, err := env.Start(ctx, env.Options{Logger: testLogger, Separate: true, CAPI: true, Kubelet: true, Registry: true,

@@ -282,6 +282,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		select {
 		case <-mgr.Exited():
 			return res, fmt.Errorf("the manager exited: %v\n%s", mgr.ExitError(), mgr.LogTail(40))
+		case <-ctx.Done():
+			// The view's informers and the executor stop with ctx: a
+			// bring-up that goes on would watch a frozen fleet.
+			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
+			return res, fmt.Errorf("the bring-up ended after %s, %d created, %d/%d machines Ready: %w", time.Since(start).Round(time.Second), cr.created.Load(), res.ReadyAtEnd, cfg.N, ctx.Err())
 		case err := <-createDone:
 			if err != nil {
 				return res, fmt.Errorf("failed to create the fleet: %w", err)

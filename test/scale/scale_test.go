@@ -3,9 +3,12 @@ package scale
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 // TestHarness runs the harness on a small fleet as a test of the harness
@@ -21,9 +24,15 @@ func TestHarness(t *testing.T) {
 			t.Fatalf("CAPTF_SCALE_N=%q: %v", v, err)
 		}
 	}
+	// The manager is built before the run's bound starts: its first build
+	// on a machine takes minutes.
+	bin := filepath.Join(t.TempDir(), "manager")
+	if err := tools.Build(context.Background(), "./cmd/manager", bin); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{N: n, JobDelay: 500 * time.Millisecond, Logf: t.Logf})
+	res, err := Run(ctx, Config{N: n, JobDelay: 500 * time.Millisecond, Logf: t.Logf, ManagerBinary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
