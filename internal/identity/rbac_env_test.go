@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,6 +389,42 @@ var (
 	_ manager.Runnable               = &Sweeper{}
 	_ manager.LeaderElectionRunnable = &Sweeper{}
 )
+
+// blockingLister holds every List until its context ends, as a request in
+// flight when the manager stops; entered is closed at the first.
+type blockingLister struct {
+	client.Reader
+	entered chan struct{}
+	once    *sync.Once
+}
+
+func (b blockingLister) List(c context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	b.once.Do(func() { close(b.entered) })
+	<-c.Done()
+	return c.Err()
+}
+
+// A sweep the manager's stop cuts short is no failure: it is neither logged
+// as one nor reported, and the sweeper returns nil.
+func TestSweeperStoppedMidSweepReportsNothing(t *testing.T) {
+	entered := make(chan struct{})
+	reported := make(chan error, 1)
+	s := &Sweeper{Live: blockingLister{Reader: k8s, entered: entered, once: &sync.Once{}}, Writer: k8s, Period: time.Hour,
+		OnSweep: func(_ SweepResult, err error) { reported <- err }}
+	sctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Start(sctx) }()
+	<-entered
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-reported:
+		t.Fatalf("a sweep cut short by the stop was reported (error %v)", err)
+	default:
+	}
+}
 
 func TestSweeperRunsAtStartAndEveryPeriod(t *testing.T) {
 	ns := namespace(t, nil)

@@ -188,7 +188,8 @@ type Sweeper struct {
 	Namespaces []string
 	// Period is the manager's --sync-period; zero sweeps only at start.
 	Period time.Duration
-	// OnSweep, when set, is called after every sweep with its outcome.
+	// OnSweep, when set, is called after every sweep with its outcome,
+	// except a sweep the manager's stop cut short.
 	OnSweep func(SweepResult, error)
 }
 
@@ -197,7 +198,11 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("namespace-sweep")
 	run := func() {
 		res, err := Sweep(ctx, s.Live, s.Writer, s.Namespaces)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			// Cut short by the manager's stop: not a failure to report.
+			return
+		}
+		if err != nil {
 			log.Error(err, "Namespace RBAC sweep failed; retrying at the next sync period")
 		} else if len(res.Namespaces) > 0 {
 			log.Info("Swept runner RBAC and leases from namespaces with no Terraform objects", "namespaces", res.Namespaces,
