@@ -141,9 +141,9 @@ func startShared() error {
 	}
 	// captf-env is built before the start's bound, as the runner is: its
 	// first build on a machine compiles Cluster API and the Kubernetes
-	// libraries and takes minutes of that bound (env.Start then finds it
-	// up to date).
-	if _, err := env.BuildEnvBinary(context.Background(), tmp); err != nil {
+	// libraries and would take minutes of that bound.
+	envBin, err := env.BuildEnvBinary(context.Background(), tmp)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -153,7 +153,7 @@ func startShared() error {
 	// and the scenarios alone. Their logs (with CAPTF_E2E_LOG) are in
 	// env/logs/captf-env.log.
 	e, err := env.Start(ctx, env.Options{
-		CAPI: true, Kubelet: true, Registry: true, Separate: true, Logger: logger,
+		CAPI: true, Kubelet: true, Registry: true, Separate: true, EnvBinary: envBin, Logger: logger,
 		CRDPaths: []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
 	})
 	if err != nil {

@@ -58,10 +58,7 @@ func attach(kubeconfig string) (*rest.Config, int, error) {
 
 // BuildEnvBinary builds test/env/cmd/captf-env without -race
 // (tools.Build: a clone in another folder and the other test binaries reuse
-// the one link) into dir and returns its path. Start with Options.Separate
-// builds it too, under a bound of its own, but the build's time still runs
-// on Start's context: a caller whose bound is short builds it first (a
-// first build on a machine takes minutes), and Start finds it up to date.
+// the one link) into dir and returns its path (Options.EnvBinary).
 func BuildEnvBinary(ctx context.Context, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("env: %w", err)
@@ -77,14 +74,18 @@ func BuildEnvBinary(ctx context.Context, dir string) (string, error) {
 // kubelet in it against the control plane, and waits until it writes its
 // env-file (its last step once everything is up).
 func (e *Env) startChild(ctx context.Context) error {
-	// The first build on a machine compiles Cluster API and the Kubernetes
-	// libraries without -race: it gets its own bound, so that ctx's end
-	// does not kill it half-way (see BuildEnvBinary).
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), childBuildTimeout)
-	bin, err := BuildEnvBinary(bctx, filepath.Join(e.Dir, "bin"))
-	cancel()
-	if err != nil {
-		return err
+	bin := e.opts.EnvBinary
+	if bin == "" {
+		// The first build on a machine compiles Cluster API and the
+		// Kubernetes libraries without -race: it gets its own bound, so
+		// that ctx's end does not kill it half-way.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), childBuildTimeout)
+		var err error
+		bin, err = BuildEnvBinary(bctx, filepath.Join(e.Dir, "bin"))
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	e.EnvBinary = bin
 	envFile := filepath.Join(e.Dir, "captf-env.env")

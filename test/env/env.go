@@ -48,8 +48,9 @@ type Options struct {
 	Registry bool
 	// Separate runs the registry, Cluster API's controllers and the
 	// kubelet in a child process, test/env/cmd/captf-env built without
-	// -race into <Dir>/bin (go build -trimpath, with the go command on
-	// PATH, from the repository holding the working directory), against
+	// -race into <Dir>/bin unless EnvBinary names one (go build
+	// -trimpath, with the go command on PATH, from the repository holding
+	// the working directory), against
 	// the control plane this process starts; Start returns once the child
 	// reports them ready. A race-instrumented test binary then spends the
 	// race detector on its own code only. Env.Kubelet and Env.CAPI are nil
@@ -57,6 +58,11 @@ type Options struct {
 	// output (and the components' logs, when Logger is set) goes to
 	// <Dir>/logs/captf-env.log.
 	Separate bool
+	// EnvBinary, with Separate, is a captf-env built beforehand
+	// (BuildEnvBinary); default: Start builds it into <Dir>/bin. A first
+	// build on a machine takes minutes, which a caller with a short bound
+	// on Start spends before it.
+	EnvBinary string
 	// Kubeconfig, when set, is the admin kubeconfig of a running control
 	// plane to use instead of starting one (the child of Separate does
 	// this); Stop then leaves the control plane alone and ControlPlane is

@@ -31,12 +31,13 @@ func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 	dir := t.TempDir()
 	// A first build of captf-env on a machine takes minutes: not of the
 	// start's bound.
-	if _, err := env.BuildEnvBinary(context.Background(), filepath.Join(dir, "prebuilt")); err != nil {
+	envBin, err := env.BuildEnvBinary(context.Background(), filepath.Join(dir, "prebuilt"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e, err := env.Start(ctx, env.Options{Logger: testLogger, Separate: true, CAPI: true, Kubelet: true, Registry: true,
+	e, err := env.Start(ctx, env.Options{Logger: testLogger, Separate: true, EnvBinary: envBin, CAPI: true, Kubelet: true, Registry: true,
 		CRDPaths: []string{filepath.Join("testdata", "placeholder-infra")}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
