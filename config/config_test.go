@@ -456,7 +456,6 @@ func newClient(t *testing.T) client.Client {
 func TestRunnerRole(t *testing.T) {
 	c := newClient(t)
 	applied(t, c)
-	ctx := context.Background()
 	create(t, c,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "runner-ns"}},
 		&rbacv1.RoleBinding{
@@ -468,6 +467,7 @@ func TestRunnerRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var qs []access
 	for _, c := range []struct {
 		ns, group, resource, verb string
 		allowed                   bool
@@ -483,17 +483,52 @@ func TestRunnerRole(t *testing.T) {
 		{"runner-ns", "infrastructure.cluster.x-k8s.io", "terraformclusters", "get", false},
 		{"default", "", "secrets", "get", false},
 	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               "system:serviceaccount:runner-ns:captf-runner",
-			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:runner-ns"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: c.group, Resource: c.resource, Verb: c.verb},
-		}}
-		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		qs = append(qs, access{
+			what: fmt.Sprintf("runner %s %s.%s in %s", c.verb, c.resource, c.group, c.ns),
+			spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:runner-ns:captf-runner",
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:runner-ns"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Group: c.group, Resource: c.resource, Verb: c.verb},
+			},
+			allowed: c.allowed,
+		})
+	}
+	checkAccess(t, cs, qs)
+}
+
+// access is one question to the API server's authorizer and its expected
+// answer.
+type access struct {
+	what    string
+	spec    authorizationv1.SubjectAccessReviewSpec
+	allowed bool
+}
+
+// checkAccess asks the authorizer each question as a client would after
+// writing RBAC: the authorizer learns of a new binding from its own watch,
+// some time after the write, so the questions whose answer is yes are asked
+// until they get it (within a deadline); once every one has, the binding is
+// in force and the questions whose answer is no are asked once each.
+func checkAccess(t *testing.T, cs kubernetes.Interface, qs []access) {
+	t.Helper()
+	ask := func(q access) bool {
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(),
+			&authorizationv1.SubjectAccessReview{Spec: q.spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status.Allowed != c.allowed {
-			t.Errorf("runner %s %s.%s in %s: allowed %v, want %v", c.verb, c.resource, c.group, c.ns, res.Status.Allowed, c.allowed)
+		return res.Status.Allowed
+	}
+	for _, q := range qs {
+		if q.allowed {
+			envtest.Eventually(t, 30*time.Second, q.what+" allowed", func() (bool, string) {
+				return ask(q), "allowed false, want true"
+			})
+		}
+	}
+	for _, q := range qs {
+		if !q.allowed && ask(q) {
+			t.Errorf("%s: allowed true, want false", q.what)
 		}
 	}
 }
@@ -746,6 +781,7 @@ func TestPrometheusComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var qs []access
 	for _, q := range []struct {
 		path, verb string
 		allowed    bool
@@ -754,19 +790,17 @@ func TestPrometheusComponent(t *testing.T) {
 		{"/debug/pprof/profile", "get", false},
 		{"/debug/flags/v", "put", false},
 	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:                  "system:serviceaccount:monitoring:prometheus-k8s",
-			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:monitoring"},
-			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: q.path, Verb: q.verb},
-		}}
-		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Status.Allowed != q.allowed {
-			t.Errorf("Prometheus %s %s: allowed %v, want %v", q.verb, q.path, res.Status.Allowed, q.allowed)
-		}
+		qs = append(qs, access{
+			what: fmt.Sprintf("Prometheus %s %s", q.verb, q.path),
+			spec: authorizationv1.SubjectAccessReviewSpec{
+				User:                  "system:serviceaccount:monitoring:prometheus-k8s",
+				Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:monitoring"},
+				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: q.path, Verb: q.verb},
+			},
+			allowed: q.allowed,
+		})
 	}
+	checkAccess(t, cs, qs)
 }
 
 // TestWebhookConfiguration checks the rendered admission objects against
