@@ -75,6 +75,10 @@ verify: ## Fail when a generated file is stale, the code is unformatted, or vet 
 	$(STATICCHECK) ./...
 	go test -count=1 ./test/verify/...
 
+.PHONY: check-licenses
+check-licenses: ## Fail when a Go module linked into a CAPTF binary has a licence that is not permissive (nor a recorded exception, hack/licenses).
+	go run ./hack/licenses -q
+
 ##@ Test
 
 .PHONY: tools
