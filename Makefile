@@ -75,9 +75,109 @@ verify: ## Fail when a generated file is stale, the code is unformatted, or vet 
 	$(STATICCHECK) ./...
 	go test -count=1 ./test/verify/...
 
+.PHONY: lint-fix
+lint-fix: ## Apply go fix's rewrites and gofmt -s, then run staticcheck.
+	go fix ./...
+	gofmt -s -w $$(git ls-files '*.go')
+	$(STATICCHECK) ./...
+
+.PHONY: lint-api
+lint-api: ## Check the API against its conventions: generated CRDs current and labelled, the API reference current, the CRD schemas and CEL rules on a real API server.
+	go test -count=1 -run 'TestGeneratedFilesAreCurrent|TestCRDManifestsCarryContractLabels|TestDocsAPIReferenceIsCurrent' ./test/verify/
+	go test -count=1 ./api/...
+
+.PHONY: verify-gen
+verify-gen: ## Fail when a generated file (deepcopy, CRDs, RBAC, webhook configuration) is stale.
+	go test -count=1 -run 'TestGeneratedFilesAreCurrent' ./test/verify/
+
+.PHONY: verify-godoc
+verify-godoc: ## Fail when a Go package has no package comment.
+	@missing=$$(go list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' ./...); \
+	test -z "$$missing" || { echo "packages without a package comment:"; echo "$$missing"; exit 1; }
+
+.PHONY: verify-modules
+verify-modules: ## Fail when go.mod or go.sum is not tidy, or a downloaded module does not match go.sum.
+	go mod tidy -diff
+	go mod verify
+
+.PHONY: verify-schemas
+verify-schemas: tools ## Check the CRDs on a real API server: invalid objects refused, immutability kept, the book's examples accepted.
+	go test -count=1 ./api/...
+
+.PHONY: verify-components
+verify-components: tools ## Check config/: the rendered components, RBAC, webhooks, Deployment and the Prometheus component, applied to a real API server.
+	go test -count=1 ./config/
+
+.PHONY: verify-metadata
+verify-metadata: tools ## Check metadata.yaml and the release manifests clusterctl reads from a local repository.
+	go test -count=1 -run 'TestReleaseManifests' ./config/
+
+.PHONY: verify-templates
+verify-templates: tools ## Check the cluster templates, ClusterClass and identity templates with clusterctl and a real API server.
+	go test -count=1 ./test/flavors/
+
+.PHONY: verify-containerfiles
+verify-containerfiles: ## Check modules/Containerfile.* against the image contract and the images CAPTF builds.
+	go test -count=1 -run 'TestContainerfilesMatchTheImageContract' ./internal/imagebuild/
+
+.PHONY: verify-noop-modules
+verify-noop-modules: lint-modules tools ## Lint the no-op modules strictly and have the pinned OpenTofu validate each.
+	@tofu=$$($(TOOLS) opentofu)/tofu; for role in $(ROLES); do \
+		work=$$(mktemp -d); cp -R modules/noop/$$role/. $$work/; \
+		echo "== tofu validate modules/noop/$$role"; \
+		(cd $$work && TF_CLI_CONFIG_FILE=/dev/null $$tofu init -backend=false -input=false >/dev/null && $$tofu validate) || { rm -rf $$work; exit 1; }; \
+		rm -rf $$work; done
+
+.PHONY: verify-tilt-provider
+verify-tilt-provider: ## Does not apply: CAPTF ships no tilt-provider file; local development runs on test/env (make dev).
+	@echo "verify-tilt-provider: CAPTF has no Tilt provider; use make dev"
+
+.PHONY: kubebuilder
+kubebuilder: ## Does not apply: CAPTF is not scaffolded by kubebuilder; controller-gen and kustomize are pinned tools (make tools).
+	@echo "kubebuilder: not used; make generate runs the pinned controller-gen"
+
 .PHONY: check-licenses
 check-licenses: ## Fail when a Go module linked into a CAPTF binary has a licence that is not permissive (nor a recorded exception, hack/licenses).
 	go run ./hack/licenses -q
+
+##@ Documentation
+
+.PHONY: require-docs-dir
+require-docs-dir: ## Fail unless docs/book, the users' book, is there.
+	@test -f docs/book/README.md || { echo "docs/book/README.md is missing"; exit 1; }
+
+.PHONY: docs-api
+docs-api: require-docs-dir ## Write the API reference page (docs/book/reference/api.md) from api/v1alpha1.
+	go run ./hack/docsgen
+
+.PHONY: docs-gen
+docs-gen: docs-api ## Write every generated page of the book (the API reference; the Scale page is written by make scale).
+
+.PHONY: verify-docs-api
+verify-docs-api: require-docs-dir ## Fail when the API reference page is not what docs-api writes.
+	go test -count=1 -run 'TestDocsAPIReferenceIsCurrent' ./test/verify/
+
+.PHONY: verify-docs
+verify-docs: require-docs-dir ## Check the book against the code: conditions, events, metrics, flags, RBAC, alerts, runbooks, links.
+	go test -count=1 -run 'TestDocs' ./test/verify/
+
+.PHONY: docs-check
+docs-check: verify-docs lint-docs-md ## Every documentation check.
+
+.PHONY: lint-docs-md
+lint-docs-md: require-docs-dir ## Check the book's Markdown: relative links and anchors resolve, tables are well formed.
+	go test -count=1 -run 'TestDocsLinksResolve|TestDocsSplitRowAndAnchors' ./test/verify/
+
+.PHONY: lint-docs-prose
+lint-docs-prose: ## Not done here: no prose linter is packaged for this machine; the book's names are checked against the code by verify-docs.
+	@echo "lint-docs-prose: no prose linter; run make verify-docs"
+
+.PHONY: promtool-check
+promtool-check: ## Check the alert rules with test/verify's parser (TestDocsAlertRules); Prometheus' own promtool is not among the pinned tools.
+	go test -count=1 -run 'TestDocsAlertRules' ./test/verify/
+
+.PHONY: promtool-test
+promtool-test: promtool-check ## Does not apply until promtool is pinned: the rules have no promtool unit tests; runs promtool-check.
 
 ##@ Test
 
@@ -119,6 +219,28 @@ move: tools ## Move a cluster between two local environments with clusterctl mov
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build -o bin/ ./cmd/...
 
+.PHONY: manager
+manager: ## Build the manager into bin/manager.
+	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
+
+.PHONY: runner
+runner: ## Build the runner (static) into bin/runner.
+	CGO_ENABLED=0 go build -o bin/runner ./cmd/runner
+
+.PHONY: run
+run: ## Run the manager on this machine against the cluster of KUBECONFIG (ARGS are its flags).
+	go run ./cmd/manager $(ARGS)
+
+.PHONY: libvirt-images test-libvirt-modules libvirt-images-push
+libvirt-images: ## Does not apply: the libvirt modules the libvirt flavor names are not in this repository (only the no-op modules are).
+	@echo "$@: this repository holds only the no-op modules (make noop-images)"; exit 1
+test-libvirt-modules: libvirt-images ## Does not apply: see libvirt-images.
+libvirt-images-push: libvirt-images ## Does not apply: see libvirt-images.
+
+.PHONY: clean
+clean: ## Remove what the build targets write: bin/, _out/ and dist/.
+	rm -rf bin _out dist
+
 # The no-op images: the roles in NOOP, each built on OpenTofu and on
 # Terraform and tagged $(VERSION)-opentofu and $(VERSION)-terraform. No
 # container engine is needed: images are built and pushed with
@@ -140,7 +262,6 @@ noop-images-push: ## Build and push the no-op module images of NOOP to $(NOOP_RE
 MANAGER_IMAGE_NAME ?= ghcr.io/captf-io/cluster-api-provider-terraform/manager
 RELEASE_TAG ?= dev
 RELEASE_IMAGE ?= $(MANAGER_IMAGE_NAME):$(RELEASE_TAG)
-RELEASE_DIR ?= _out/release
 
 .PHONY: manager-image
 manager-image: ## Build the manager image (/manager and a static /runner); REGISTRY=host/path pushes it, else an OCI layout in _out/images.
@@ -208,16 +329,55 @@ release-lint-build:
 	done
 	@cd $(LINT_DIST) && sha256sum tfcapi-lint-*-* > tfcapi-lint-checksums.txt && cat tfcapi-lint-checksums.txt
 
+.PHONY: release-lint-binaries
+release-lint-binaries: ## Build the tfcapi-lint binaries of LINT_PLATFORMS and their checksums into dist/, stamped $(VERSION).
+	@$(MAKE) --no-print-directory release-lint-build LINT_VERSION="$(VERSION)"
+
+##@ Release
+
+# A release is one folder, $(RELEASE_ROOT)/infrastructure-terraform/$(VERSION):
+# a clusterctl provider repository (hack/release says what it holds).
+RELEASE_ROOT ?= _out/release
+RELEASE_FOLDER = $(RELEASE_ROOT)/infrastructure-terraform/$(VERSION)
+RELEASE_FLAGS = --version $(VERSION) --dir $(RELEASE_FOLDER) --image-name $(MANAGER_IMAGE_NAME)
+
+.PHONY: require-version
+require-version:
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "set VERSION=vX.Y.Z (VERSION=$(VERSION))"; exit 1; }
+
+.PHONY: release-preflight
+release-preflight: require-version tools ## Check the checkout may be released as VERSION: semver, a clean tree, the tag (if any) on HEAD and above every other, metadata.yaml's series, make verify.
+	go run ./hack/release preflight --version $(VERSION)
+
+.PHONY: release
+release: release-preflight ## Build the release folder of VERSION: manifests, images, binaries, SBOMs, notes and checksums (make release VERSION=v0.1.0).
+	go run ./hack/release all $(RELEASE_FLAGS)
+	go run ./hack/release verify --dir $(RELEASE_FOLDER)
+
+.PHONY: release-image-digest
+release-image-digest: require-version tools ## Build the multi-platform manager image into the release folder and print its reference pinned by digest.
+	go run ./hack/release image $(RELEASE_FLAGS)
+
+.PHONY: release-assets
+release-assets: require-version tools ## Build everything of the release folder but the manager image (which must be there): manifests pinned to it, no-op images, binaries, SBOMs, checksums.
+	go run ./hack/release assets $(RELEASE_FLAGS)
+
+.PHONY: release-notes
+release-notes: require-version ## Write RELEASE_NOTES.md into the release folder from the commits since the previous tag.
+	go run ./hack/release notes $(RELEASE_FLAGS)
+
 .PHONY: release-plugin
-release-plugin: ## Build kubectl-captf archives for each platform and render its krew manifest into $(RELEASE_DIR).
-	hack/krew/release.sh $(RELEASE_TAG) $(RELEASE_DIR) $(PLUGIN_PLATFORMS)
+release-plugin: require-version ## Build kubectl-captf archives for each platform and render its krew manifest into the release folder.
+	go run ./hack/release plugin $(RELEASE_FLAGS)
 
 .PHONY: manifests-release
-manifests-release: ## Render infrastructure-components.yaml (image $(RELEASE_IMG)), metadata.yaml and the flavors into $(RELEASE_DIR), a clusterctl local repository.
-	rm -rf $(RELEASE_DIR)/kustomize && mkdir -p $(RELEASE_DIR)/kustomize
-	cp -R config/. $(RELEASE_DIR)/kustomize/
-	cd $(RELEASE_DIR)/kustomize/default && $(KUSTOMIZE) edit set image $(MANAGER_IMAGE_NAME)=$(RELEASE_IMG)
-	$(KUSTOMIZE) build $(RELEASE_DIR)/kustomize/default > $(RELEASE_DIR)/infrastructure-components.yaml
-	cp config/metadata.yaml $(RELEASE_DIR)/metadata.yaml
-	cp templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
-	rm -rf $(RELEASE_DIR)/kustomize
+manifests-release: tools ## Render infrastructure-components.yaml (image $(RELEASE_IMG)), metadata.yaml, the flavors, ClusterClasses and identity templates into the release folder.
+	go run ./hack/release manifests $(RELEASE_FLAGS) --image $(RELEASE_IMG)
+
+.PHONY: verify-local-repository
+verify-local-repository: require-version tools ## Check the release folder of VERSION: every file, checksums, image digests, SBOMs, and clusterctl reading it as a local repository.
+	go run ./hack/release verify --dir $(RELEASE_FOLDER)
+
+.PHONY: release-github
+release-github: ## Not done here: publishing needs the GitHub API; upload every file of the release folder (checksums.txt lists them) as the tag's assets.
+	@echo "release-github: upload the files of $(RELEASE_FOLDER) (see its checksums.txt) as the assets of release $(VERSION)"; exit 1

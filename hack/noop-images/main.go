@@ -2,23 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/hack/internal/noopimages"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
-	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
 type options struct {
@@ -63,124 +56,41 @@ func main() {
 	}
 }
 
-// list splits a comma- or space-separated flag value.
-func list(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
-}
-
-// selectRoles parses the --roles value (make noop-images NOOP=...): the
-// roles named, each once, in the order first named; empty is all three.
-func selectRoles(s string) ([]contract.Role, error) {
-	names := list(s)
-	if len(names) == 0 {
-		return contract.Roles(), nil
-	}
-	var roles []contract.Role
-	for _, n := range names {
-		r, err := contract.ParseRole(n)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(roles, r) {
-			roles = append(roles, r)
-		}
-	}
-	return roles, nil
-}
-
 func run(ctx context.Context, o options) error {
 	if o.layoutDir == "" && o.registry == "" {
 		return errors.New("nothing to do: set --layout-dir, --registry or both")
 	}
-	roles, err := selectRoles(o.roles)
+	roles, err := noopimages.SelectRoles(o.roles)
 	if err != nil {
 		return fmt.Errorf("--roles: %w", err)
 	}
-	type build struct {
-		rt  tools.Runtime
-		bin string
-	}
-	var builds []build
-	for _, s := range list(o.runtimes) {
-		i := slices.IndexFunc(tools.Runtimes(), func(rt tools.Runtime) bool { return rt.Tag == s })
-		if i < 0 {
-			return fmt.Errorf("--runtimes: unknown runtime %q: want opentofu or terraform", s)
-		}
-		rt := tools.Runtimes()[i]
-		bin := o.tofu
-		if rt == tools.Terraform {
-			bin = o.terraform
-		}
-		if bin == "" {
-			p, err := rt.Path()
-			if err != nil {
-				return fmt.Errorf("find the pinned %s: %w", rt.Tag, err)
-			}
-			bin = p
-		}
-		v, err := runtimeVersion(ctx, bin)
-		if err != nil {
-			return err
-		}
-		rt.Version = v
-		builds = append(builds, build{rt: rt, bin: bin})
-	}
-	if len(builds) == 0 {
+	runtimes := noopimages.List(o.runtimes)
+	if len(runtimes) == 0 {
 		return errors.New("--runtimes names no runtime")
 	}
-	for _, role := range roles {
-		for _, b := range builds {
-			tag := o.tag + "-" + b.rt.Tag
-			m := imagebuild.ModuleImage{
-				Role:           role,
-				ModuleDir:      filepath.Join(o.modules, string(role)),
-				Runtime:        b.bin,
-				RuntimeName:    b.rt.Name,
-				RuntimeVersion: b.rt.Version,
-				EmptyProviders: true,
-				Source:         o.source,
-				Revision:       o.revision,
-				Version:        tag,
-				Platform:       v1.Platform{OS: "linux", Architecture: o.arch},
-			}
-			img, err := m.Build()
+	images, err := noopimages.Build(ctx, noopimages.Options{
+		Modules: o.modules, Tag: o.tag, Roles: roles, Runtimes: runtimes,
+		Tofu: o.tofu, Terraform: o.terraform, Arch: o.arch, Source: o.source, Revision: o.revision,
+	})
+	if err != nil {
+		return err
+	}
+	for _, im := range images {
+		if o.layoutDir != "" {
+			dir := filepath.Join(o.layoutDir, im.Name)
+			d, err := imagebuild.WriteLayout(dir, im.Tag, im.Image)
 			if err != nil {
-				return fmt.Errorf("build the %s image on %s: %w", role, b.rt.Tag, err)
+				return err
 			}
-			name := "noop-" + string(role)
-			if o.layoutDir != "" {
-				dir := filepath.Join(o.layoutDir, name)
-				d, err := imagebuild.WriteLayout(dir, tag, img)
-				if err != nil {
-					return err
-				}
-				fmt.Printf("oci:%s:%s@%s\n", dir, tag, d)
+			fmt.Printf("oci:%s:%s@%s\n", dir, im.Tag, d)
+		}
+		if o.registry != "" {
+			d, err := imagebuild.Push(ctx, o.registry+"/"+im.Name+":"+im.Tag, im.Image, o.insecure)
+			if err != nil {
+				return err
 			}
-			if o.registry != "" {
-				d, err := imagebuild.Push(ctx, o.registry+"/"+name+":"+tag, img, o.insecure)
-				if err != nil {
-					return err
-				}
-				fmt.Println(d.String())
-			}
+			fmt.Println(d.String())
 		}
 	}
 	return nil
-}
-
-// runtimeVersion asks the binary for its version (version -json).
-func runtimeVersion(ctx context.Context, bin string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "version", "-json")
-	cmd.Env = []string{"HOME=" + os.TempDir(), "CHECKPOINT_DISABLE=1"}
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s version -json: %w", bin, err)
-	}
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" {
-		return "", fmt.Errorf("%s version -json: no version in its output", bin)
-	}
-	return v.Version, nil
 }

@@ -1,4 +1,4 @@
-package main
+package noopimages
 
 import (
 	"slices"
@@ -21,9 +21,9 @@ func TestSelectRoles(t *testing.T) {
 		{"machinepool,cluster, machinepool", []contract.Role{contract.RoleMachinePool, contract.RoleCluster}, false},
 		{"cluster bogus", nil, true},
 	} {
-		got, err := selectRoles(tc.in)
+		got, err := SelectRoles(tc.in)
 		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
-			t.Errorf("selectRoles(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.err)
+			t.Errorf("SelectRoles(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.err)
 		}
 	}
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
+)
+
+// TestRelease builds a whole release folder as make release does (the
+// manager image on two platforms; the command-line tools on this machine's
+// platform and windows/amd64 instead of all five, to keep the test's
+// compiles few), checks it with Verify, and then breaks it one rule at a
+// time to see Verify refuse it.
+func TestRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every release artifact")
+	}
+	repo, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const version = "v0.1.0"
+	dir := filepath.Join(t.TempDir(), ProviderLabel, version)
+	o := Options{
+		Repo: repo, Version: version, Dir: dir, ImageName: DefaultImageName,
+		ImagePlatforms:  []string{"linux/amd64", "linux/arm64"},
+		BinaryPlatforms: []string{"linux/" + runtime.GOARCH, "windows/amd64"},
+	}
+	if err := All(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(dir)
+	if err != nil {
+		t.Fatalf("Verify refuses the release it was built with: %v", err)
+	}
+	t.Log(r)
+
+	// What the issue asks of the folder, named.
+	want := []string{ComponentsFile, MetadataFile, NotesFile, ChecksumsFile, KrewFile,
+		LintBinary("windows/amd64"), PluginArchive("windows/amd64"), "sbom/" + SBOMName(LintBinary("windows/amd64"))}
+	tmpl, err := TemplateFiles(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tmpl {
+		want = append(want, filepath.Base(f))
+	}
+	for _, f := range want {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the release lacks %s", f)
+		}
+	}
+	for _, f := range []string{"identity.yaml", "identity-libvirt.yaml", "clusterclass-noop.yaml"} {
+		if !slices.ContainsFunc(tmpl, func(p string) bool { return filepath.Base(p) == f }) {
+			t.Errorf("the release's templates leave out %s", f)
+		}
+	}
+	if !strings.HasPrefix(r.ManagerImage, DefaultImageName+":"+version+"@sha256:") {
+		t.Errorf("manager image %s, want %s:%s pinned by digest", r.ManagerImage, DefaultImageName, version)
+	}
+	for _, img := range []string{"manager:v0.1.0 (linux/amd64)", "manager:v0.1.0 (linux/arm64)",
+		"noop-machine:v0.1.0-opentofu (linux/" + runtime.GOARCH + ")", "noop-machine:v0.1.0-terraform (linux/" + runtime.GOARCH + ")"} {
+		if !slices.Contains(r.Images, img) {
+			t.Errorf("images %v lack %s", r.Images, img)
+		}
+	}
+	// The manager's SBOM lists what the manager is made of.
+	sbom, err := os.ReadFile(filepath.Join(dir, SBOMDir, "manager-v0.1.0-linux-amd64.cdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		BOMFormat  string `json:"bomFormat"`
+		Components []struct {
+			Name       string
+			Components []struct{ Name, Version string }
+		}
+	}
+	if err := json.Unmarshal(sbom, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range doc.Components {
+		names = append(names, c.Name)
+		if c.Name == "/manager" && !slices.ContainsFunc(c.Components, func(m struct{ Name, Version string }) bool {
+			return m.Name == "sigs.k8s.io/controller-runtime" && m.Version != ""
+		}) {
+			t.Errorf("the SBOM of /manager does not list controller-runtime with its version")
+		}
+	}
+	if doc.BOMFormat != "CycloneDX" || !slices.Equal(names, []string{"/manager", "/runner"}) {
+		t.Errorf("manager SBOM: format %q, binaries %v; want CycloneDX with /manager and /runner", doc.BOMFormat, names)
+	}
+
+	// Each rule of Verify, broken once on the built folder, then mended.
+	file := func(name string) string { return filepath.Join(dir, filepath.FromSlash(name)) }
+	read := func(name string) []byte {
+		b, err := os.ReadFile(file(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(file(name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resum := func() {
+		if err := WriteChecksums(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	components, template := read(ComponentsFile), read("cluster-template.yaml")
+	otherDigest := "sha256:" + strings.Repeat("0", 64)
+	digest := r.ManagerImage[strings.LastIndex(r.ManagerImage, "@")+1:]
+	sbomFile := "sbom/" + SBOMName(LintBinary("windows/amd64"))
+	for _, c := range []struct {
+		name         string
+		break_, mend func()
+		says         string
+	}{
+		{
+			name:   "a file that differs from its checksum",
+			break_: func() { write("cluster-template.yaml", append(bytes.Clone(template), '#')) },
+			mend:   func() { write("cluster-template.yaml", template) },
+			says:   "cluster-template.yaml: SHA-256",
+		},
+		{
+			name:   "components that run another image than the release's",
+			break_: func() { write(ComponentsFile, bytes.ReplaceAll(components, []byte(digest), []byte(otherDigest))); resum() },
+			mend:   func() { write(ComponentsFile, components); resum() },
+			says:   "want the release's image",
+		},
+		{
+			name:   "a file that is not part of a release",
+			break_: func() { write("extra.yaml", []byte("x")); resum() },
+			mend:   func() { os.Remove(file("extra.yaml")); resum() },
+			says:   "extra.yaml is not part of a release",
+		},
+		{
+			name:   "a binary without its SBOM",
+			break_: func() { os.Rename(file(sbomFile), file("sbom.bak")); resum() },
+			mend:   func() { os.Rename(file("sbom.bak"), file(sbomFile)); resum() },
+			says:   "want one per binary",
+		},
+		{
+			name: "an SBOM naming another artifact's hash",
+			break_: func() {
+				sum, _ := fileSHA256(file(LintBinary("windows/amd64")))
+				write(sbomFile, bytes.ReplaceAll(read(sbomFile), []byte(sum), []byte(strings.Repeat("1", 64))))
+				resum()
+			},
+			mend: func() {
+				if err := WriteSBOMs(dir); err != nil {
+					t.Fatal(err)
+				}
+				resum()
+			},
+			says: "with hash 1111",
+		},
+		{
+			name:   "a template missing",
+			break_: func() { os.Remove(file("cluster-template.yaml")); resum() },
+			mend:   func() { write("cluster-template.yaml", template); resum() },
+			says:   "cluster-template.yaml is missing",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.break_()
+			_, err := Verify(dir)
+			c.mend()
+			if err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("Verify = %v, want an error saying %q", err, c.says)
+			}
+			if _, err := Verify(dir); err != nil {
+				t.Fatalf("the mended folder fails: %v", err)
+			}
+		})
+	}
+}
