@@ -246,8 +246,16 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 	if err := cmd.ParseFlags(c.Args); err != nil {
 		t.Errorf("the manager refuses its shipped args: %v", err)
 	}
-	if env := envValue(c, setup.ManagerImageEnv); env != c.Image {
-		t.Errorf("%s = %q, want the manager's image %q", setup.ManagerImageEnv, env, c.Image)
+	// The manager finds its own image (the runner image) through its Pod,
+	// so the Deployment names the Pod and sets no image twice.
+	for name, field := range map[string]string{setup.PodNameEnv: "metadata.name", setup.PodNamespaceEnv: "metadata.namespace"} {
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != field {
+			t.Errorf("the manager's %s is not the downward API's %s", name, field)
+		}
+	}
+	if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == setup.ManagerImageEnv }) {
+		t.Errorf("the Deployment sets %s: an image override at install would not reach it, and the Jobs would pull another image than the manager's", setup.ManagerImageEnv)
 	}
 }
 
@@ -274,23 +282,14 @@ func TestCRDsCarryWhatClusterctlMoveReads(t *testing.T) {
 	}
 }
 
-func envValue(c corev1.Container, name string) string {
-	for _, e := range c.Env {
-		if e.Name == name {
-			return e.Value
-		}
-	}
-	return ""
-}
-
 // TestReleaseManifests: make manifests-release substitutes the image in the
-// container and in CAPTF_MANAGER_IMAGE; metadata.yaml maps the release
-// series to contract v1beta2.
+// manager container; metadata.yaml maps the release series to contract
+// v1beta2.
 func TestReleaseManifests(t *testing.T) {
 	out := renderRelease(t, releaseImage)
 	c := deployment(t, decode(t, out)).Spec.Template.Spec.Containers[0]
-	if c.Image != releaseImage || envValue(c, setup.ManagerImageEnv) != releaseImage {
-		t.Errorf("image %q, %s %q; want both %q", c.Image, setup.ManagerImageEnv, envValue(c, setup.ManagerImageEnv), releaseImage)
+	if c.Image != releaseImage {
+		t.Errorf("image %q, want %q", c.Image, releaseImage)
 	}
 	if bytes.Contains(out, []byte(devImageName+":dev")) {
 		t.Errorf("the development image is left in the release manifests")

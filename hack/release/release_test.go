@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -100,6 +102,13 @@ func TestRelease(t *testing.T) {
 		t.Errorf("manager SBOM: format %q, binaries %v; want CycloneDX with /manager and /runner", doc.BOMFormat, names)
 	}
 
+	// The Installation page's table of a release folder is this folder.
+	if problems := installationPageProblems(t, repo, dir); len(problems) > 0 {
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+
 	// Each rule of Verify, broken once on the built folder, then mended.
 	file := func(name string) string { return filepath.Join(dir, filepath.FromSlash(name)) }
 	read := func(name string) []byte {
@@ -135,10 +144,13 @@ func TestRelease(t *testing.T) {
 			says:   "cluster-template.yaml: SHA-256",
 		},
 		{
-			name:   "components that run another image than the release's",
-			break_: func() { write(ComponentsFile, bytes.ReplaceAll(components, []byte(digest), []byte(otherDigest))); resum() },
-			mend:   func() { write(ComponentsFile, components); resum() },
-			says:   "want the release's image",
+			name: "components that run another image than the release's",
+			break_: func() {
+				write(ComponentsFile, bytes.ReplaceAll(components, []byte(digest), []byte(otherDigest)))
+				resum()
+			},
+			mend: func() { write(ComponentsFile, components); resum() },
+			says: "want the release's image",
 		},
 		{
 			name:   "a file that is not part of a release",
@@ -186,4 +198,60 @@ func TestRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// installationPageProblems compares the table of the Installation page's
+// "Installing without internet access" section with a release folder: each
+// name the table gives (<…> and * read as wildcards, a trailing / as a
+// folder) must match an entry of the folder, and each entry at the
+// folder's top must be matched by one.
+func installationPageProblems(t *testing.T, repo, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo, "docs", "book", "operator-guide", "installation.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Installing without internet access")
+	if !ok {
+		return []string{"the Installation page has no section Installing without internet access"}
+	}
+	section, _, _ = strings.Cut(section, "\n1. ")
+	var patterns []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.Split(line, "|")[1]
+		for _, f := range strings.Split(first, ",") {
+			name := strings.Trim(strings.TrimSpace(f), "`")
+			patterns = append(patterns, regexp.MustCompile(`<[^>]+>`).ReplaceAllString(name, "*"))
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	covered := map[string]bool{}
+	for _, p := range patterns {
+		folder := strings.HasSuffix(p, "/")
+		matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(strings.TrimSuffix(p, "/"))))
+		if err != nil || len(matches) == 0 {
+			problems = append(problems, fmt.Sprintf("the Installation page names %s; the release folder has nothing by that name", p))
+			continue
+		}
+		for _, m := range matches {
+			if st, err := os.Stat(m); err != nil || st.IsDir() != folder {
+				problems = append(problems, fmt.Sprintf("the Installation page names %s, but %s is not a %s", p, m, map[bool]string{true: "folder", false: "file"}[folder]))
+			}
+			rel, _ := filepath.Rel(dir, m)
+			covered[strings.Split(filepath.ToSlash(rel), "/")[0]] = true
+		}
+	}
+	for _, e := range entries {
+		if !covered[e.Name()] {
+			problems = append(problems, fmt.Sprintf("the release folder holds %s, which the Installation page's table does not name", e.Name()))
+		}
+	}
+	return problems
 }

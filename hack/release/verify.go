@@ -56,8 +56,8 @@ func (r *Report) String() string {
 //   - checksums.txt lists every other file, each with its SHA-256, and
 //     every image blob's name is its SHA-256;
 //   - infrastructure-components.yaml runs the manager image of
-//     images/manager, pinned by that image index's digest, in the manager
-//     container and in CAPTF_MANAGER_IMAGE;
+//     images/manager, pinned by that image index's digest (and
+//     CAPTF_MANAGER_IMAGE, when set, is the same);
 //   - the no-op images of each role are there on both runtimes;
 //   - tfcapi-lint and kubectl-captf cover the same platforms, each archive
 //     holds the plugin's binary alone, and the krew manifest names each

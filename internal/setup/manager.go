@@ -38,8 +38,8 @@ import (
 
 // New builds the manager from cfg and o: caches, servers, leader election,
 // every controller and the orphan sweep. Start it with mgr.Start(ctx). o is
-// completed (RunnerImage from $CAPTF_MANAGER_IMAGE) and validated first; cfg
-// is copied, never modified.
+// completed (RunnerImage from $CAPTF_MANAGER_IMAGE, else from the manager's
+// own Pod) and validated first; cfg is copied, never modified.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, _, err := build(ctx, cfg, o)
 	return mgr, err
@@ -48,6 +48,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 // build is New, also returning what the controllers were wired with.
 func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiring, error) {
 	o.Complete()
+	if err := o.resolveRunnerImage(ctx, cfg); err != nil {
+		return nil, Wiring{}, err
+	}
 	if err := o.Validate(); err != nil {
 		return nil, Wiring{}, fmt.Errorf("invalid manager options: %w", err)
 	}

@@ -20,7 +20,8 @@ const (
 	// namespace.
 	LeaderElectionID = "controller-leader-election-captf"
 	// ManagerImageEnv names the environment variable --runner-image
-	// defaults to: the shipped Deployment sets it to its own image.
+	// defaults to; without it, the image of the manager's own Pod is used
+	// (resolveRunnerImage).
 	ManagerImageEnv = "CAPTF_MANAGER_IMAGE"
 	// EventSource is the reporting controller of every event the manager
 	// emits (the runner reports as captf.io/runner).
@@ -178,7 +179,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.RunnerEvents, "runner-events", o.RunnerEvents,
 		"runners emit RunStarted, Step*, PlanSummary, ResourcesChanged and RunFinished events")
 	fs.StringVar(&o.RunnerImage, "runner-image", o.RunnerImage,
-		"image whose /runner each Job's init container copies (default $"+ManagerImageEnv+"); the manager refuses to start if neither is a valid image reference")
+		"image whose /runner each Job's init container copies (default $"+ManagerImageEnv+", else the image of the manager's own container, read from its Pod $"+PodNamespaceEnv+"/$"+PodNameEnv+"); the manager refuses to start without a valid image reference")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"watch only this namespace (TerraformClusterIdentity is always cluster-wide); also limits the orphan sweep")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod,
@@ -263,7 +264,7 @@ func (o *Options) Validate() error {
 		bad("state-backups", "must be between 0 and %d (status.stateBackups lists at most %d), got %d", MaxStateBackups, MaxStateBackups, o.StateBackups)
 	}
 	if o.RunnerImage == "" {
-		bad("runner-image", "not set and $%s is empty: Jobs need an image providing /runner", ManagerImageEnv)
+		bad("runner-image", "not set, $%s is empty and $%s/$%s name no Pod: Jobs need an image providing /runner", ManagerImageEnv, PodNamespaceEnv, PodNameEnv)
 	} else if _, err := name.ParseReference(o.RunnerImage); err != nil {
 		bad("runner-image", "%q is not a valid image reference: %v", o.RunnerImage, err)
 	}

@@ -137,7 +137,7 @@ func docsCheckFlags(flags map[string]docsFlag, page string) ([]string, error) {
 
 // TestDocsManagerFlagsMatchCommand: every flag of the manager's command line
 // has a row in manager-flags.md with its type and default, every row names
-// a flag, and the environment variable --runner-image falls back to is
+// a flag, and the environment variables --runner-image falls back to are
 // documented.
 func TestDocsManagerFlagsMatchCommand(t *testing.T) {
 	r := docsRoot(t)
@@ -151,8 +151,10 @@ func TestDocsManagerFlagsMatchCommand(t *testing.T) {
 	if n == 0 {
 		t.Fatal("manager-flags.md has no table with a Variable column")
 	}
-	if _, ok := envs[setup.ManagerImageEnv]; !ok {
-		t.Errorf("manager-flags.md does not list the environment variable %s", setup.ManagerImageEnv)
+	for _, env := range []string{setup.ManagerImageEnv, setup.PodNamespaceEnv, setup.PodNameEnv} {
+		if _, ok := envs[env]; !ok {
+			t.Errorf("manager-flags.md does not list the environment variable %s", env)
+		}
 	}
 	b, err := os.ReadFile(page)
 	if err != nil {
