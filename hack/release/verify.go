@@ -378,12 +378,18 @@ func checkSBOMs(dir string, sums map[string]string) error {
 		return err
 	}
 	imgs := map[string]string{} // SBOM name → image digest hex
-	subs, err := imageSubjects(filepath.Join(dir, ImagesDir))
+	repos, err := os.ReadDir(filepath.Join(dir, ImagesDir))
 	if err != nil {
 		return err
 	}
-	for _, s := range subs {
-		imgs[s.sbom] = (*s.component.Hashes)[0].Value
+	for _, r := range repos {
+		lis, err := layoutImages(filepath.Join(dir, ImagesDir, r.Name()))
+		if err != nil {
+			return err
+		}
+		for _, li := range lis {
+			imgs[ImageSBOMName(r.Name(), li.tag, li.platform)] = li.digest.Hex
+		}
 	}
 	for _, e := range entries {
 		f, err := os.Open(filepath.Join(dir, SBOMDir, e.Name()))
