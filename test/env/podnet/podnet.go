@@ -79,6 +79,10 @@ func address(s *net.IPNet, h int) net.IP {
 // for interface names).
 func prefix(index int) string { return "captf" + strconv.Itoa(index) + "-" }
 
+// Prefix starts the name of every interface and network namespace of
+// network index (captf<index>-).
+func Prefix(index int) string { return prefix(index) }
+
 // BridgeName is the name of network index's bridge.
 func BridgeName(index int) string { return prefix(index) + "br" }
 
