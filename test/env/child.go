@@ -31,11 +31,11 @@ const childStopGrace = 60 * time.Second
 const childBuildTimeout = 30 * time.Minute
 
 // attach loads the admin kubeconfig of a running control plane and the API
-// server's port on 127.0.0.1.
-func attach(kubeconfig string) (*rest.Config, int, error) {
+// server's address and port.
+func attach(kubeconfig string) (*rest.Config, string, int, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, 0, fmt.Errorf("env: failed to load the kubeconfig %s: %w", kubeconfig, err)
+		return nil, "", 0, fmt.Errorf("env: failed to load the kubeconfig %s: %w", kubeconfig, err)
 	}
 	// A kubeconfig carries no rate limits: without these, client-go's
 	// 5 requests per second would hold the kubelet's pod bindings and
@@ -43,17 +43,17 @@ func attach(kubeconfig string) (*rest.Config, int, error) {
 	cfg.QPS, cfg.Burst = controlplane.ClientQPS, controlplane.ClientBurst
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
-		return nil, 0, fmt.Errorf("env: the kubeconfig %s names an invalid server %q: %w", kubeconfig, cfg.Host, err)
+		return nil, "", 0, fmt.Errorf("env: the kubeconfig %s names an invalid server %q: %w", kubeconfig, cfg.Host, err)
 	}
-	_, p, err := net.SplitHostPort(u.Host)
+	host, p, err := net.SplitHostPort(u.Host)
 	if err != nil {
-		return nil, 0, fmt.Errorf("env: the kubeconfig %s names a server without a port: %q", kubeconfig, cfg.Host)
+		return nil, "", 0, fmt.Errorf("env: the kubeconfig %s names a server without a port: %q", kubeconfig, cfg.Host)
 	}
 	port, err := strconv.Atoi(p)
 	if err != nil {
-		return nil, 0, fmt.Errorf("env: the kubeconfig %s names a server with an invalid port: %q", kubeconfig, cfg.Host)
+		return nil, "", 0, fmt.Errorf("env: the kubeconfig %s names a server with an invalid port: %q", kubeconfig, cfg.Host)
 	}
-	return cfg, port, nil
+	return cfg, host, port, nil
 }
 
 // BuildEnvBinary builds test/env/cmd/captf-env without -race
@@ -98,7 +98,7 @@ func (e *Env) startChild(ctx context.Context) error {
 		flag string
 	}{
 		{!e.opts.CAPI, "-no-capi"}, {e.opts.NoCAPIWebhooks, "-no-capi-webhooks"},
-		{!e.opts.Kubelet, "-no-kubelet"}, {!e.opts.Registry, "-no-registry"},
+		{!e.opts.Kubelet, "-no-kubelet"}, {!e.opts.Registry, "-no-registry"}, {e.opts.PodNetwork, "-pod-network"},
 		{e.opts.Logger.GetSink() != nil, "-v"},
 	} {
 		if f.off {

@@ -36,6 +36,28 @@
 // test/env/images) outside it too. The package tests of test/env, its
 // kubelet and its capi run the components in-process, as they test them.
 //
+// Options.PodNetwork gives pods addresses of their own, for what runs as
+// in a cluster (a Deployment of several replicas on one port, admission
+// webhooks behind a Service): a network per environment (a bridge and a /24
+// of 198.18.0.0/15, package test/env/podnet), a network namespace per pod
+// that is not hostNetwork. The API server then serves on the network's host
+// address only (Env.APIServerHost; Env.Config and the kubeconfig name it),
+// which the host and the pods reach; it routes calls to a Service (admission
+// webhooks, aggregated APIs) to a ready endpoint of its EndpointSlices
+// (--enable-aggregator-routing), which the controller manager's
+// EndpointSlice controller maintains from the pods' readiness probes; and
+// the controller manager also runs the Deployment and ReplicaSet
+// controllers (PodNetworkControllers). Stop removes the network with the
+// pods; an environment that ended without Stop leaves its bridge, veths
+// and namespaces, which the next environment to claim that /24 removes.
+// With Separate, the child's kubelet joins the network the calling process
+// made. Pods reach only the network: not 127.0.0.1 of the host (so not the
+// loopback registry or the Cluster API webhooks: the kubelet pulls images,
+// the API server calls webhooks), nor anything off the machine.
+//
+// Not done: no Service proxy (ClusterIPs reach nothing; pods that call a
+// Service themselves must use its endpoints) and no cluster DNS.
+//
 // The CAPTF manager plugs in through Options.Manager (a function run
 // in-process once everything is up) or Options.ManagerCommand (a binary run
 // with KUBECONFIG and CAPTF_ENV_REGISTRY set).

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/controlplane"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/kubelet"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/podnet"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/registry"
 )
 
@@ -46,6 +49,20 @@ type Options struct {
 	Kubelet bool
 	// Registry serves a loopback OCI registry.
 	Registry bool
+	// PodNetwork gives the environment a network of its own (package
+	// test/env/podnet: a bridge and a /24 of 198.18.0.0/15) and each pod
+	// that is not hostNetwork a network namespace and address on it, and
+	// makes the cluster route to pods: the API server serves on the
+	// network's host address only (Env.APIServerHost; its certificate
+	// names it; 127.0.0.1 no longer answers), which the host and the pods
+	// reach, and resolves Services to their endpoints
+	// (--enable-aggregator-routing, so admission webhooks and aggregated
+	// APIs behind a Service are called at a ready pod's address); the
+	// controller manager also runs the Deployment, ReplicaSet, Endpoints
+	// and EndpointSlice controllers (PodNetworkControllers). The kubelet
+	// runs the pods' probes either way. Implies ControllerManager;
+	// requires root.
+	PodNetwork bool
 	// Separate runs the registry, Cluster API's controllers and the
 	// kubelet in a child process, test/env/cmd/captf-env built without
 	// -race into <Dir>/bin unless EnvBinary names one (go build
@@ -90,6 +107,17 @@ type Options struct {
 	Logger logr.Logger
 }
 
+// PodNetworkControllers are the kube-controller-manager controllers
+// Options.PodNetwork adds to controlplane.DefaultControllers: Deployments
+// get ReplicaSets and ReplicaSets pods, and Services get Endpoints and the
+// EndpointSlices the API server routes webhook calls by.
+var PodNetworkControllers = []string{
+	"deployment-controller",
+	"replicaset-controller",
+	"endpoints-controller",
+	"endpointslice-controller",
+}
+
 // Env is a running environment.
 type Env struct {
 	// Dir is the data folder (certificates, etcd, logs, pods).
@@ -98,8 +126,13 @@ type Env struct {
 	Config *rest.Config
 	// KubeconfigPath is the admin kubeconfig file.
 	KubeconfigPath string
-	// APIServerPort is the API server's port on 127.0.0.1.
+	// APIServerHost and APIServerPort are the API server's address and
+	// port: 127.0.0.1, or the pod network's host address.
+	APIServerHost string
 	APIServerPort int
+	// PodNetwork is the environment's pod network (Options.PodNetwork),
+	// nil without one.
+	PodNetwork *podnet.Network
 	// Registry is host:port of the loopback registry ("" without one).
 	Registry string
 	// Client is a controller-runtime client with the Kubernetes and
@@ -132,7 +165,7 @@ type Env struct {
 // Start brings the environment up. On error, whatever was started is
 // stopped again.
 func Start(ctx context.Context, opts Options) (e *Env, err error) {
-	if opts.CAPI || opts.Kubelet {
+	if opts.CAPI || opts.Kubelet || opts.PodNetwork {
 		opts.ControllerManager = true
 	}
 	if opts.Logger.GetSink() == nil {
@@ -161,18 +194,38 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		e.Registry = e.reg.Host
 	}
 	if opts.Kubeconfig != "" {
-		if e.Config, e.APIServerPort, err = attach(opts.Kubeconfig); err != nil {
+		if e.Config, e.APIServerHost, e.APIServerPort, err = attach(opts.Kubeconfig); err != nil {
 			return e, err
 		}
 		e.KubeconfigPath = opts.Kubeconfig
+		if opts.PodNetwork {
+			// The process that started the control plane made the
+			// network, and serves the API server on its host address.
+			if e.PodNetwork, err = podnet.Attach(net.ParseIP(e.APIServerHost)); err != nil {
+				return e, fmt.Errorf("env: the control plane of %s has no pod network: %w", opts.Kubeconfig, err)
+			}
+		}
 	} else {
-		if e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+		cpOpts := controlplane.Options{
 			Dir:               filepath.Join(e.Dir, "controlplane"),
 			ControllerManager: opts.ControllerManager,
-		}); err != nil {
+		}
+		if opts.PodNetwork {
+			if e.PodNetwork, err = podnet.Create(); err != nil {
+				return e, fmt.Errorf("env: %w", err)
+			}
+			cpOpts.Address = e.PodNetwork.HostIP.String()
+			cpOpts.APIServerArgs = []string{"--enable-aggregator-routing=true"}
+			cpOpts.Controllers = append(slices.Clone(controlplane.DefaultControllers), PodNetworkControllers...)
+		}
+		if e.ControlPlane, err = controlplane.Start(ctx, cpOpts); err != nil {
 			return e, err
 		}
 		e.Config, e.KubeconfigPath, e.APIServerPort = e.ControlPlane.Config, e.ControlPlane.KubeconfigPath, e.ControlPlane.Port
+		e.APIServerHost = cpOpts.Address
+		if e.APIServerHost == "" {
+			e.APIServerHost = "127.0.0.1"
+		}
 	}
 	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return e, fmt.Errorf("env: failed to build clientset: %w", err)
@@ -205,7 +258,9 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 			defer wg.Done()
 			e.Kubelet, kubeletErr = kubelet.Start(ctx, kubelet.Options{
 				Config:            e.Config,
+				APIServerHost:     e.APIServerHost,
 				APIServerPort:     e.APIServerPort,
+				PodNetwork:        e.PodNetwork,
 				Dir:               filepath.Join(e.Dir, "kubelet"),
 				KubernetesVersion: serverVersion(e.Clientset),
 				Logger:            opts.Logger.WithName("kubelet"),
@@ -297,6 +352,11 @@ func (e *Env) Stop() error {
 		}
 		if e.reg != nil {
 			errs = append(errs, e.reg.Stop())
+		}
+		if e.PodNetwork != nil {
+			// Last: pods and the API server are gone. A network this
+			// process attached to is left to the one that made it.
+			errs = append(errs, e.PodNetwork.Close())
 		}
 		if e.ownDir && !e.opts.KeepDir {
 			if err := os.RemoveAll(e.Dir); err != nil {

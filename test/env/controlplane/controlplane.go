@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,13 +49,18 @@ type Options struct {
 	APIServerArgs []string
 	// ControllerManagerArgs are extra kube-controller-manager flags.
 	ControllerManagerArgs []string
+	// Address is the one address the API server serves on, advertises and
+	// names in its certificate (default 127.0.0.1). The environment's pod
+	// network sets its host address on the bridge, which the host and the
+	// pods reach alike.
+	Address string
 }
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
 	Dir  string
 	PKI  *PKI
-	Host string // https://127.0.0.1:<port>
+	Host string // https://<Options.Address>:<port>
 	Port int
 	// Config is the admin (system:masters) client configuration.
 	Config *rest.Config
@@ -125,7 +131,15 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}
 
-	pki, err := NewPKI(filepath.Join(opts.Dir, "pki"))
+	addr := opts.Address
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		return nil, fmt.Errorf("controlplane: Options.Address %q is not an IP address", addr)
+	}
+	pki, err := NewPKI(filepath.Join(opts.Dir, "pki"), ip)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +161,7 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.Port = ports[2]
-	cp.Host = "https://127.0.0.1:" + strconv.Itoa(cp.Port)
+	cp.Host = "https://" + net.JoinHostPort(addr, strconv.Itoa(cp.Port))
 
 	cp.Etcd, err = StartProcess("etcd", etcdBin, []string{
 		"--name=captf-env",
@@ -166,9 +180,9 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	apiArgs := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + addr,
 		"--secure-port=" + strconv.Itoa(cp.Port),
-		"--advertise-address=127.0.0.1",
+		"--advertise-address=" + addr,
 		"--endpoint-reconciler-type=none",
 		"--cert-dir=" + filepath.Join(opts.Dir, "apiserver"),
 		"--tls-cert-file=" + pki.ServingCert,

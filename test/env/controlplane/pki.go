@@ -32,8 +32,10 @@ type PKI struct {
 	caKey  *ecdsa.PrivateKey
 }
 
-// NewPKI generates the control plane's certificates into dir.
-func NewPKI(dir string) (*PKI, error) {
+// NewPKI generates the control plane's certificates into dir. The serving
+// certificate names 127.0.0.1, 10.0.0.1 (the kubernetes Service's address),
+// the kubernetes Service's DNS names and servingIPs.
+func NewPKI(dir string, servingIPs ...net.IP) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to create PKI folder: %w", err)
 	}
@@ -78,7 +80,7 @@ func NewPKI(dir string) (*PKI, error) {
 	serving := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, servingIPs...),
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 // containerEnv builds the environment of container c: the image's, then the
 // service variables, then envFrom, then env (later entries win), with
 // $(VAR) references expanded as Kubernetes does.
-func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c *corev1.Container, img *image, apiPort int) ([]string, error) {
+func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c *corev1.Container, img *image, apiHost string, apiPort int) ([]string, error) {
 	vals := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -37,14 +38,17 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 		set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	}
 	set("HOSTNAME", pod.Name)
+	// The kubernetes Service's variables name the API server itself: there
+	// is no Service proxy.
 	port := strconv.Itoa(apiPort)
-	set("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+	hostPort := net.JoinHostPort(apiHost, port)
+	set("KUBERNETES_SERVICE_HOST", apiHost)
 	set("KUBERNETES_SERVICE_PORT", port)
 	set("KUBERNETES_SERVICE_PORT_HTTPS", port)
-	set("KUBERNETES_PORT", "tcp://127.0.0.1:"+port)
-	set("KUBERNETES_PORT_443_TCP", "tcp://127.0.0.1:"+port)
+	set("KUBERNETES_PORT", "tcp://"+hostPort)
+	set("KUBERNETES_PORT_443_TCP", "tcp://"+hostPort)
 	set("KUBERNETES_PORT_443_TCP_PROTO", "tcp")
-	set("KUBERNETES_PORT_443_TCP_ADDR", "127.0.0.1")
+	set("KUBERNETES_PORT_443_TCP_ADDR", apiHost)
 	set("KUBERNETES_PORT_443_TCP_PORT", port)
 
 	for _, from := range c.EnvFrom {

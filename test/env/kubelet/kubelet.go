@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/podnet"
 )
 
 // DefaultNodeName is the name of the Node the kubelet registers.
@@ -44,6 +46,14 @@ type Options struct {
 	KubernetesVersion string
 	// Logger receives the kubelet's progress messages.
 	Logger logr.Logger
+	// APIServerHost is the API server's address, given to pods as
+	// KUBERNETES_SERVICE_HOST (default 127.0.0.1).
+	APIServerHost string
+	// PodNetwork, when set, gives every pod that is not hostNetwork a
+	// network namespace and an address of its own on this network (see
+	// package test/env/podnet); the Node's address, the pods' hostIP and
+	// the log server's address are then the network's host address.
+	PodNetwork *podnet.Network
 }
 
 // Kubelet runs the pods bound to its Node as processes on this machine.
@@ -76,6 +86,9 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
+	}
+	if opts.APIServerHost == "" {
+		opts.APIServerHost = "127.0.0.1"
 	}
 	cs, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
@@ -151,6 +164,15 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 
 // NodeName is the name of the kubelet's Node.
 func (k *Kubelet) NodeName() string { return k.opts.NodeName }
+
+// HostIP is the Node's address: the pod network's host address, or
+// 127.0.0.1 without a pod network.
+func (k *Kubelet) HostIP() string {
+	if k.opts.PodNetwork != nil {
+		return k.opts.PodNetwork.HostIP.String()
+	}
+	return "127.0.0.1"
+}
 
 // Stop kills every running pod process (SIGTERM, SIGKILL after two
 // seconds) and stops watching.
@@ -245,7 +267,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 				Message: "process kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
 			}},
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeInternalIP, Address: k.HostIP()},
 				{Type: corev1.NodeHostName, Address: k.opts.NodeName},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(k.logs.port)}},

@@ -20,7 +20,9 @@ import (
 // proxies pod logs to (GET /containerLogs/<ns>/<pod>/<container>), so that
 // `kubectl logs` and the pods/log subresource work against the process
 // kubelet. It serves the container's log file as it is now (no follow) and
-// authenticates nobody: it listens on 127.0.0.1 only.
+// authenticates nobody: it listens on the Node's address only (127.0.0.1,
+// or the pod network's host address, which only the host and the
+// environment's pods reach).
 type logServer struct {
 	srv  *http.Server
 	port int
@@ -31,7 +33,7 @@ func (k *Kubelet) startLogServer() (*logServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(k.HostIP(), "0"))
 	if err != nil {
 		return nil, err
 	}

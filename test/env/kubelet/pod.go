@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/podnet"
 )
 
 const (
@@ -39,6 +41,11 @@ type containerState struct {
 	running              bool
 	terminated           bool
 	pid                  int
+	// ready is the readiness of the running container: true once its
+	// startup probe (if any) and its readiness probe (if any) pass.
+	ready bool
+	// startupDone is true once the startup probe (if any) passed.
+	startupDone bool
 }
 
 // podWorker runs one pod from binding to termination.
@@ -62,6 +69,11 @@ type podWorker struct {
 	initDone    bool
 	inits       []*containerState
 	mains       []*containerState
+	// podIP and hostIP are the pod's addresses (127.0.0.1 without a pod
+	// network, or for hostNetwork pods the host's); netw is its network
+	// namespace, when it has one.
+	podIP, hostIP string
+	netw          *podnet.Pod
 }
 
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
@@ -72,6 +84,8 @@ func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 		done:    make(chan struct{}),
 		grace:   -1,
 		phase:   corev1.PodPending,
+		podIP:   k.HostIP(),
+		hostIP:  k.HostIP(),
 	}
 	for _, c := range pod.Spec.InitContainers {
 		w.inits = append(w.inits, &containerState{name: c.Name, image: c.Image, waitingReason: "PodInitializing"})
@@ -193,7 +207,31 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		}
 	}
 
-	// Volumes, then images; both retried until they work or the pod stops.
+	// The pod's network namespace, then volumes, then images; each retried
+	// until it works or the pod stops.
+	if w.k.opts.PodNetwork != nil && !pod.Spec.HostNetwork {
+		defer w.removeNetwork()
+		for {
+			p, err := w.k.opts.PodNetwork.AddPod()
+			if err == nil {
+				w.mu.Lock()
+				w.netw, w.podIP = p, p.IP.String()
+				w.mu.Unlock()
+				log.V(1).Info("Pod network ready", "ip", w.podIP, "netns", p.Name)
+				break
+			}
+			w.setWaiting("ContainerCreating", err.Error())
+			w.report(ctx)
+			if !retryDelay(ctx, stop, time.Second) {
+				w.finish(ctx, pod, currentCause())
+				return
+			}
+		}
+	}
+	// The downward API reads the addresses from the pod.
+	pod.Status.PodIP, pod.Status.HostIP = w.podIP, w.hostIP
+	pod.Status.PodIPs, pod.Status.HostIPs = []corev1.PodIP{{IP: w.podIP}}, []corev1.HostIP{{IP: w.hostIP}}
+
 	var vols map[string]string
 	for vols == nil {
 		v, err := materializeVolumes(ctx, w.k.cs, pod, filepath.Join(w.dir, "volumes"))
@@ -292,6 +330,21 @@ func (w *podWorker) run(pod *corev1.Pod) {
 	w.finish(ctx, pod, currentCause())
 }
 
+// removeNetwork deletes the pod's network namespace and veth, once its
+// containers have ended.
+func (w *podWorker) removeNetwork() {
+	w.mu.Lock()
+	p := w.netw
+	w.netw = nil
+	w.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if err := p.Remove(); err != nil {
+		w.k.log.Error(err, "Failed to remove the pod's network", "pod", w.ns+"/"+w.nm)
+	}
+}
+
 func stopped(stop <-chan struct{}) bool {
 	select {
 	case <-stop:
@@ -326,11 +379,25 @@ func (w *podWorker) runOne(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	w.report(ctx)
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
+	pctx, cancelProbes := context.WithCancel(ctx)
+	unhealthy := make(chan time.Duration, 1)
+	probesDone := make(chan struct{})
+	go func() {
+		defer close(probesDone)
+		w.probe(pctx, pod, c, st, unhealthy)
+	}()
 	var waitErr error
+	var grace time.Duration
+	killed := false
 	select {
 	case waitErr = <-waited:
 	case <-stop:
-		grace := w.killGrace(pod, cause())
+		grace, killed = w.killGrace(pod, cause()), true
+	case grace = <-unhealthy:
+		killed = true
+		w.k.log.Info("Container failed its liveness or startup probe: restarting it", "pod", w.ns+"/"+w.nm, "container", c.Name)
+	}
+	if killed {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		t := time.NewTimer(grace)
 		select {
@@ -341,6 +408,9 @@ func (w *podWorker) runOne(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		}
 		t.Stop()
 	}
+	// No probe result lands after the exit.
+	cancelProbes()
+	<-probesDone
 	// Whatever the main process left in its group goes with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 
@@ -358,7 +428,7 @@ func (w *podWorker) runOne(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	msg := terminationMessage(termLog, w.logPath(c.Name), c.TerminationMessagePolicy, code)
 	now := metav1.Now()
 	w.mu.Lock()
-	st.running, st.terminated, st.pid = false, true, 0
+	st.running, st.terminated, st.pid, st.ready, st.startupDone = false, true, 0, false, false
 	st.exitCode, st.signal, st.finished, st.termMsg = code, sig, &now, msg
 	st.termReason = "Completed"
 	if code != 0 {
@@ -390,7 +460,7 @@ func (w *podWorker) killGrace(pod *corev1.Pod, cause stopCause) time.Duration {
 // start prepares and starts one run of container c.
 func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, img *image, vols map[string]string,
 	st *containerState) (*exec.Cmd, string, error) {
-	env, err := containerEnv(ctx, w.k.cs, pod, c, img, w.k.opts.APIServerPort)
+	env, err := containerEnv(ctx, w.k.cs, pod, c, img, w.k.opts.APIServerHost, w.k.opts.APIServerPort)
 	if err != nil {
 		return nil, "", err
 	}
@@ -460,8 +530,16 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 		workDir = img.Config.WorkingDir
 	}
 	readOnly := c.SecurityContext != nil && c.SecurityContext.ReadOnlyRootFilesystem != nil && *c.SecurityContext.ReadOnlyRootFilesystem
+	w.mu.Lock()
+	netns, podIP := "", w.podIP
+	if w.netw != nil {
+		netns = w.netw.NetnsPath()
+	}
+	w.mu.Unlock()
 	cmd, err := startContainer(containerSpec{
 		Hostname:           pod.Name,
+		NetNS:              netns,
+		PodIP:              podIP,
 		ImageRoot:          img.Root,
 		Dir:                cdir,
 		Mounts:             mounts,
@@ -629,13 +707,19 @@ func (w *podWorker) fillStatus(pod *corev1.Pod) {
 	}
 	st.Phase = phase
 	st.Reason, st.Message = w.reason, w.msg
-	st.HostIP, st.PodIP = "127.0.0.1", "127.0.0.1"
-	st.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
-	st.PodIPs = []corev1.PodIP{{IP: "127.0.0.1"}}
+	st.HostIP, st.PodIP = w.hostIP, w.podIP
+	st.HostIPs = []corev1.HostIP{{IP: w.hostIP}}
+	st.PodIPs = []corev1.PodIP{{IP: w.podIP}}
 	start := w.startTime
 	st.StartTime = &start
 
-	allReady := running == len(w.mains) && phase == corev1.PodRunning
+	ready := 0
+	for _, cs := range w.mains {
+		if cs.running && cs.ready {
+			ready++
+		}
+	}
+	allReady := ready == len(w.mains) && phase == corev1.PodRunning
 	cond := func(t corev1.PodConditionType, ok bool, reason string) {
 		status := corev1.ConditionFalse
 		if ok {
@@ -678,8 +762,8 @@ func (w *podWorker) statuses(list []*containerState, init bool) []corev1.Contain
 		switch {
 		case cs.running:
 			s.State.Running = &corev1.ContainerStateRunning{StartedAt: *cs.started}
-			s.Ready = !init
-			t := true
+			s.Ready = !init && cs.ready
+			t := init || cs.startupDone
 			s.Started = &t
 		case cs.terminated:
 			t := &corev1.ContainerStateTerminated{

@@ -22,7 +22,11 @@ type mountSpec struct {
 
 // containerSpec is everything needed to start one container process.
 type containerSpec struct {
-	Hostname  string
+	Hostname string
+	// NetNS, when set, is the file of the pod's network namespace, which
+	// the process joins; PodIP is the pod's address, for /etc/hosts.
+	NetNS     string
+	PodIP     string
 	ImageRoot string // unpacked image, the overlay's lower folder
 	Dir       string // scratch folder for the overlay's upper, work and merged folders
 	Mounts    []mountSpec
@@ -85,6 +89,17 @@ func startOnThrowawayThread(s containerSpec) (*exec.Cmd, error) {
 }
 
 func startInNamespace(s containerSpec) (*exec.Cmd, error) {
+	if s.NetNS != "" {
+		f, err := os.Open(s.NetNS)
+		if err != nil {
+			return nil, fmt.Errorf("failed to open the pod's network namespace: %w", err)
+		}
+		err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("failed to join the pod's network namespace: %w", err)
+		}
+	}
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWUTS); err != nil {
 		return nil, fmt.Errorf("failed to create mount namespace: %w", err)
 	}
@@ -106,7 +121,7 @@ func startInNamespace(s containerSpec) (*exec.Cmd, error) {
 	if err := unix.Mount(root, root, "", unix.MS_BIND, ""); err != nil {
 		return nil, fmt.Errorf("failed to bind the container root: %w", err)
 	}
-	if err := setupSystemMounts(root, s.Dir, s.Hostname); err != nil {
+	if err := setupSystemMounts(root, s.Dir, s.Hostname, s.PodIP); err != nil {
 		return nil, err
 	}
 	if s.TerminationLog != "" {
@@ -152,7 +167,7 @@ func startInNamespace(s containerSpec) (*exec.Cmd, error) {
 // in: no file of the root is ever open for writing here, since a process
 // forked meanwhile by another thread would inherit the descriptor and make
 // the read-only remount of the root fail with EBUSY.
-func setupSystemMounts(root, dir, hostname string) error {
+func setupSystemMounts(root, dir, hostname, podIP string) error {
 	proc := filepath.Join(root, "proc")
 	if err := os.MkdirAll(proc, 0o555); err != nil {
 		return fmt.Errorf("failed to create /proc: %w", err)
@@ -182,7 +197,7 @@ func setupSystemMounts(root, dir, hostname string) error {
 		}
 	}
 	files := map[string]string{
-		"hosts":    "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost\n",
+		"hosts":    hostsFile(hostname, podIP),
 		"hostname": hostname + "\n",
 	}
 	for name, content := range files {
@@ -195,6 +210,15 @@ func setupSystemMounts(root, dir, hostname string) error {
 		}
 	}
 	return nil
+}
+
+// hostsFile is a container's /etc/hosts: localhost, and the pod's name on
+// its own address (on 127.0.0.1 when it shares the host's network).
+func hostsFile(hostname, podIP string) string {
+	if podIP == "" || podIP == "127.0.0.1" {
+		return "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost\n"
+	}
+	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n" + podIP + "\t" + hostname + "\n"
 }
 
 // bindInto bind-mounts the host path source at target inside root, creating

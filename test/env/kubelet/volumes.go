@@ -243,7 +243,17 @@ func requestToken(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 	return tr.Status.Token, nil
 }
 
-// fieldValue resolves the downward API fields the environment supports.
+// orLoopback is ip, or 127.0.0.1 when it is empty.
+func orLoopback(ip string) string {
+	if ip == "" {
+		return "127.0.0.1"
+	}
+	return ip
+}
+
+// fieldValue resolves the downward API fields the environment supports
+// (the addresses are those the kubelet set in the pod's status before
+// starting it).
 func fieldValue(pod *corev1.Pod, path string) (string, error) {
 	switch path {
 	case "metadata.name":
@@ -256,8 +266,10 @@ func fieldValue(pod *corev1.Pod, path string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.hostIP":
-		return "127.0.0.1", nil
+	case "status.podIP", "status.podIPs":
+		return orLoopback(pod.Status.PodIP), nil
+	case "status.hostIP", "status.hostIPs":
+		return orLoopback(pod.Status.HostIP), nil
 	case "metadata.labels", "metadata.annotations":
 		m := pod.Labels
 		if path == "metadata.annotations" {

@@ -64,6 +64,8 @@ func main() {
 	noCAPIWebhooks := flag.Bool("no-capi-webhooks", false, "run Cluster API's controllers without their admission webhooks")
 	noKubelet := flag.Bool("no-kubelet", false, "do not run the process kubelet")
 	noRegistry := flag.Bool("no-registry", false, "do not serve the loopback registry")
+	podNetwork := flag.Bool("pod-network", false, "give pods network namespaces and addresses of their own, and serve the API server on the pod network's host address "+
+		"(with -control-plane-kubeconfig: join the pod network of that control plane)")
 	manager := flag.String("manager", "", "CAPTF manager binary to run against the environment (KUBECONFIG is set for it)")
 	verbose := flag.Bool("v", false, "log the in-process components (Cluster API, kubelet) to stderr")
 	flag.Var(&crds, "crds", "extra CRD file or folder to install, e.g. config/crd/bases (repeatable)")
@@ -86,6 +88,7 @@ func main() {
 		Kubeconfig:        *kubeconfig,
 		Kubelet:           !*noKubelet,
 		Registry:          !*noRegistry,
+		PodNetwork:        *podNetwork,
 		CRDPaths:          crds,
 		Dir:               *dir,
 		KeepDir:           *keep,

@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -35,7 +36,12 @@ func main() {
 	flag.Var(&expectFile, "expect-file", "PATH=CONTENT that must match")
 	flag.Var(&write, "write", "PATH=CONTENT to write")
 	flag.Var(&apiGet, "api-get", "CODE=PATH: GET PATH with the pod's token, expect CODE")
+	serveAddr := flag.String("serve", "", "after the checks, serve HTTPS (with -tls-dir) or HTTP on this address until SIGTERM (see serve)")
+	tlsDir := flag.String("tls-dir", "", "folder holding tls.crt and tls.key for -serve")
+	readyAfter := flag.Duration("ready-after", 0, "with -serve: /readyz fails until this long after the start")
+	unhealthyAfter := flag.Duration("unhealthy-after", 0, "with -serve: /healthz fails from this long after the start (0: never)")
 	flag.Parse()
+	start := time.Now()
 
 	// Registered first so a SIGTERM sent while checks run is not lost.
 	sigs := make(chan os.Signal, 1)
@@ -95,6 +101,10 @@ func main() {
 			fail("termination message: %v", err)
 		}
 	}
+	if *serveAddr != "" {
+		serve(*serveAddr, *tlsDir, start, *readyAfter, *unhealthyAfter, sigs)
+		return
+	}
 	if *waitSigterm {
 		fmt.Println("waiting for SIGTERM")
 		<-sigs
@@ -107,6 +117,81 @@ func main() {
 	}
 	time.Sleep(*sleep)
 	os.Exit(*exit)
+}
+
+// serve answers until SIGTERM:
+//
+//	/readyz   200 from readyAfter after the start, 503 before
+//	/healthz  200, or 500 from unhealthyAfter after the start
+//	/validate a ValidatingWebhook: denies objects named deny-*, with a
+//	          message naming this pod, and allows the others
+//	/         "<POD_NAME> <POD_IP>" (variables set from the downward API)
+func serve(addr, tlsDir string, start time.Time, readyAfter, unhealthyAfter time.Duration, sigs <-chan os.Signal) {
+	me := os.Getenv("POD_NAME") + " " + os.Getenv("POD_IP")
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if time.Since(start) < readyAfter {
+			http.Error(w, "not ready yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if unhealthyAfter > 0 && time.Since(start) >= unhealthyAfter {
+			http.Error(w, "unhealthy", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/validate", func(w http.ResponseWriter, r *http.Request) {
+		var review struct {
+			Request struct {
+				UID    string `json:"uid"`
+				Name   string `json:"name"`
+				Object struct {
+					Metadata struct {
+						Name string `json:"name"`
+					} `json:"metadata"`
+				} `json:"object"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		name := review.Request.Object.Metadata.Name
+		if name == "" {
+			name = review.Request.Name
+		}
+		response := map[string]any{"uid": review.Request.UID, "allowed": true}
+		if strings.HasPrefix(name, "deny-") {
+			response["allowed"] = false
+			response["status"] = map[string]any{"code": 403, "message": "denied by " + me}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response,
+		})
+		fmt.Printf("webhook: %s %s\n", name, map[bool]string{true: "allowed", false: "denied"}[response["allowed"] == true])
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, me) })
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errs := make(chan error, 1)
+	go func() {
+		if tlsDir != "" {
+			errs <- srv.ListenAndServeTLS(tlsDir+"/tls.crt", tlsDir+"/tls.key")
+		} else {
+			errs <- srv.ListenAndServe()
+		}
+	}()
+	fmt.Printf("serving on %s as %s\n", addr, me)
+	select {
+	case err := <-errs:
+		fail("serve: %v", err)
+	case <-sigs:
+		fmt.Println("received SIGTERM")
+		_ = srv.Close()
+	}
 }
 
 // get calls the API server as in-cluster clients do: the service variables,
