@@ -165,14 +165,14 @@ func SetImages(manifest []byte, images Images) ([]byte, error) {
 				path := []string{"spec", "template", "spec", field}
 				containers, _, err := unstructured.NestedSlice(obj.Object, path...)
 				if err != nil {
-					return nil, fmt.Errorf("Deployment %s: %w", obj.GetName(), err)
+					return nil, fmt.Errorf("the Deployment %s: %w", obj.GetName(), err)
 				}
 				for j, ctr := range containers {
 					m, _ := ctr.(map[string]any)
 					image, _ := m["image"].(string)
 					c, ok := byRelease[image]
 					if !ok {
-						return nil, fmt.Errorf("Deployment %s runs %q, which is not a cert-manager %s image", obj.GetName(), image, Version)
+						return nil, fmt.Errorf("the Deployment %s runs %q, which is not a cert-manager %s image", obj.GetName(), image, Version)
 					}
 					m["image"] = images[c]
 					containers[j] = m
