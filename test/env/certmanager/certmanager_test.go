@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,4 +324,110 @@ func keys(m map[string][]byte) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// The webhook and cainjector binaries, run as processes, give the API
+// server what clusterctl's readiness check needs from cert-manager: the
+// cainjector copies the CA of the webhook's serving certificate into both
+// webhook configurations, and the API server then calls the webhook over
+// verified TLS, which admits a valid Issuer and denies an invalid one.
+// The configurations here call the webhook at https://localhost:<port>
+// instead of through its Service, which needs pod networking.
+func TestWebhookAnswersTheAPIServerWithTheInjectedCA(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.Options{})
+
+	release, err := certmanager.ReleaseManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := certmanager.Decode(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, healthz := freePort(t), freePort(t)
+	var install []unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Namespace", "CustomResourceDefinition":
+			install = append(install, o)
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			for i, h := range hooks {
+				cc := h.(map[string]any)["clientConfig"].(map[string]any)
+				svc := cc["service"].(map[string]any)
+				delete(cc, "service")
+				cc["url"] = fmt.Sprintf("https://localhost:%d%s", port, svc["path"])
+				hooks[i] = h
+			}
+			if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+				t.Fatal(err)
+			}
+			install = append(install, o)
+		}
+	}
+	create(ctx, t, e.Client, install)
+
+	start := func(c certmanager.Component, args ...string) {
+		t.Helper()
+		bin, err := certmanager.Binary(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.StartProcess("cert-manager-"+string(c), append([]string{bin, "--kubeconfig=" + e.KubeconfigPath, "--v=2"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(certmanager.Webhook,
+		fmt.Sprintf("--secure-port=%d", port), fmt.Sprintf("--healthz-port=%d", healthz),
+		"--dynamic-serving-ca-secret-namespace="+certmanager.Namespace,
+		"--dynamic-serving-ca-secret-name=cert-manager-webhook-ca",
+		"--dynamic-serving-dns-names=localhost",
+		"--metrics-listen-address=0")
+	start(certmanager.CAInjector, "--leader-elect=false", "--metrics-listen-address=0")
+
+	var ca []byte
+	waitFor(ctx, t, "the webhook's CA in both webhook configurations", func() (bool, error) {
+		s, err := e.Clientset.CoreV1().Secrets(certmanager.Namespace).Get(ctx, "cert-manager-webhook-ca", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ca = s.Data["ca.crt"]
+		if len(ca) == 0 {
+			return false, fmt.Errorf("the CA Secret has no ca.crt")
+		}
+		v, err := e.Clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "cert-manager-webhook", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		m, err := e.Clientset.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cert-manager-webhook", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return string(v.Webhooks[0].ClientConfig.CABundle) == string(ca) && string(m.Webhooks[0].ClientConfig.CABundle) == string(ca),
+			fmt.Errorf("caBundle not injected yet")
+	})
+
+	// clusterctl's check: create until the API server accepts it.
+	issuer := object("cert-manager.io/v1", "Issuer", certmanager.Namespace, "selfsigned", map[string]any{"selfSigned": map[string]any{}})
+	waitFor(ctx, t, "the API server to admit an Issuer through the webhook", func() (bool, error) {
+		err := e.Client.Create(ctx, issuer.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), err
+	})
+	invalid := object("cert-manager.io/v1", "Issuer", certmanager.Namespace, "no-type", map[string]any{})
+	err = e.Client.Create(ctx, &invalid)
+	if err == nil || !strings.Contains(err.Error(), "webhook.cert-manager.io") {
+		t.Fatalf("an Issuer of no type was not denied by cert-manager's webhook: %v", err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
