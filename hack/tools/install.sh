@@ -7,7 +7,7 @@
 # A tool already in the cache is reused, so only the first run on a machine
 # pays for the build. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu terraform openstack clusterapi all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu terraform openstack clusterapi certmanager certmanager-manifest all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -21,7 +21,10 @@ version() {
 }
 
 # build <dir> <name> <version> <ldflags> <pkg=binary>...: builds each package
-# of the pinned module <dir> into the cache entry <name>-<version>.
+# of the pinned module <dir> into the cache entry <name>-<version>. When the
+# caller has set after_build (a function name, usually with local), it runs
+# with the entry's directory as its argument once the binaries are built and
+# before the entry is marked complete.
 build() {
 	local dir=$1 name=$2 ver=$3 ldflags=$4
 	shift 4
@@ -45,6 +48,9 @@ build() {
 			bin=${spec#*=}
 			(cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/$bin" "$pkg")
 		done
+		if [[ -n ${after_build:-} ]]; then
+			"$after_build" "$tmp"
+		fi
 		touch "$tmp/.complete"
 		rm -rf "$dest"
 		mv "$tmp" "$dest"
@@ -124,6 +130,40 @@ clusterapi() {
 		sigs.k8s.io/cluster-api/cmd/clusterctl=clusterctl
 }
 
+# certmanager: cert-manager's controller, webhook and cainjector, which
+# clusterctl installs on the local environment's management cluster. Their
+# main packages are CAPTF's own (hack/tools/certmanager: cert-manager's
+# command modules are not served by the module proxy); everything they run
+# is cert-manager's code at the pinned version, stamped as cert-manager's
+# release build stamps it.
+certmanager() {
+	local v
+	v=$(version certmanager github.com/cert-manager/cert-manager)
+	build certmanager certmanager "$v" "-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v" \
+		./controller=cert-manager-controller \
+		./webhook=cert-manager-webhook \
+		./cainjector=cert-manager-cainjector
+}
+
+# certmanager_manifest: cert-manager.yaml, the static install manifest of the
+# pinned cert-manager, rendered from the chart in its module as cert-manager's
+# release renders it (hack/tools/certmanager-manifest, Helm's Go library).
+# The images are the release's; test/env/certmanager points them at the
+# images it builds from the binaries of the certmanager entry.
+certmanager_manifest() {
+	local v
+	v=$(version certmanager github.com/cert-manager/cert-manager)
+	local after_build=render_certmanager_manifest
+	build certmanager-manifest certmanager-manifest "$v" "" .=certmanager-manifest
+}
+
+render_certmanager_manifest() {
+	local dir=$1 v module
+	v=$(version certmanager github.com/cert-manager/cert-manager)
+	module=$(cd "$here/certmanager" && go mod download github.com/cert-manager/cert-manager && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)
+	"$dir/certmanager-manifest" -module-dir "$module" -version "$v" >"$dir/cert-manager.yaml"
+}
+
 generators() {
 	local v
 	v=$(version generators sigs.k8s.io/controller-tools)-kustomize-$(version generators sigs.k8s.io/kustomize/kustomize/v5)
@@ -141,8 +181,9 @@ staticcheck() {
 [[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | generators | staticcheck) "$tool" ;;
-	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi ;;
+	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | certmanager | generators | staticcheck) "$tool" ;;
+	certmanager-manifest) certmanager_manifest ;;
+	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi; certmanager; certmanager_manifest ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

@@ -34,6 +34,9 @@ var toolOf = map[string]string{
 	"kubeadm-bootstrap-manager":     "clusterapi",
 	"kubeadm-control-plane-manager": "clusterapi",
 	"clusterctl":                    "clusterapi",
+	"cert-manager-controller":       "certmanager",
+	"cert-manager-webhook":          "certmanager",
+	"cert-manager-cainjector":       "certmanager",
 	"controller-gen":                "generators",
 	"kustomize":                     "generators",
 }
