@@ -264,7 +264,9 @@ func (o *Options) Validate() error {
 		bad("state-backups", "must be between 0 and %d (status.stateBackups lists at most %d), got %d", MaxStateBackups, MaxStateBackups, o.StateBackups)
 	}
 	if o.RunnerImage == "" {
-		bad("runner-image", "not set, $%s is empty and $%s/$%s name no Pod: Jobs need an image providing /runner", ManagerImageEnv, PodNamespaceEnv, PodNameEnv)
+		if !ownPodNamed() {
+			bad("runner-image", "not set, $%s is empty and $%s/$%s name no Pod: Jobs need an image providing /runner", ManagerImageEnv, PodNamespaceEnv, PodNameEnv)
+		}
 	} else if _, err := name.ParseReference(o.RunnerImage); err != nil {
 		bad("runner-image", "%q is not a valid image reference: %v", o.RunnerImage, err)
 	}

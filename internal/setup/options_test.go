@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,6 +232,32 @@ func TestCommandLogsEveryFlag(t *testing.T) {
 	}
 	if !strings.Contains(out, "RESULT: refusing to start: --runner-image:") {
 		t.Errorf("started without a runner image:\n%s", out)
+	}
+}
+
+// TestCommandReadsItsOwnPod: the shipped Deployment sets no --runner-image,
+// only $POD_NAMESPACE and $POD_NAME; the command must get past its flag
+// checks to read that Pod for its image (here from an API server that is
+// not there, so the read is what fails).
+func TestCommandReadsItsOwnPod(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: none, user: {token: none}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+current-context: none
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := child("TestCommandReadsItsOwnPod", []string{ManagerImageEnv + "=", PodNameEnv + "=manager-0", PodNamespaceEnv + "=captf-system"},
+		"--kubeconfig="+kubeconfig).CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, b)
+	}
+	out := string(b)
+	if !strings.Contains(out, "RESULT: --runner-image is not set: failed to read the manager's own Pod captf-system/manager-0") {
+		t.Errorf("the command did not read its own Pod for the runner image:\n%s", out)
 	}
 }
 

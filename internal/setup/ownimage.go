@@ -32,10 +32,10 @@ func (o *Options) resolveRunnerImage(ctx context.Context, cfg *rest.Config) erro
 	if o.RunnerImage != "" {
 		return nil
 	}
-	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
-	if name == "" || ns == "" {
+	if !ownPodNamed() {
 		return nil
 	}
+	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -50,6 +50,13 @@ func (o *Options) resolveRunnerImage(ctx context.Context, cfg *rest.Config) erro
 	}
 	o.RunnerImage = image
 	return nil
+}
+
+// ownPodNamed reports whether $POD_NAME and $POD_NAMESPACE name the
+// manager's own Pod, from which an empty RunnerImage is filled when the
+// manager is built (Validate lets it through until then).
+func ownPodNamed() bool {
+	return os.Getenv(PodNameEnv) != "" && os.Getenv(PodNamespaceEnv) != ""
 }
 
 // ownImage is the image of the Pod's container "manager", or of its only
