@@ -498,6 +498,7 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 		}
 		mounts = append(mounts, mountSpec{Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly})
 	}
+	sortMounts(mounts)
 
 	w.mu.Lock()
 	run := st.restarts

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -18,6 +19,15 @@ type mountSpec struct {
 	Source   string // host path
 	Target   string // path inside the container
 	ReadOnly bool
+}
+
+// sortMounts orders mounts as container runtimes do, a parent before
+// what is mounted inside it (fewer path elements first, the pod's order
+// kept otherwise): a volume at /tmp must not cover one at
+// /tmp/k8s-webhook-server/serving-certs, whichever the pod lists first.
+func sortMounts(mounts []mountSpec) {
+	depth := func(p string) int { return len(strings.Split(filepath.Clean(p), "/")) }
+	slices.SortStableFunc(mounts, func(a, b mountSpec) int { return depth(a.Target) - depth(b.Target) })
 }
 
 // containerSpec is everything needed to start one container process.

@@ -216,3 +216,25 @@ func TestStartContainer_ConcurrentReadOnlyRoots(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A volume mounted inside another's path is mounted after it, whatever the
+// pod's order: the shipped manager mounts an emptyDir at /tmp and its
+// webhook certificate at /tmp/k8s-webhook-server/serving-certs.
+func TestSortMounts(t *testing.T) {
+	mounts := []mountSpec{
+		{Target: "/tmp/k8s-webhook-server/serving-certs"},
+		{Target: "/var/run/secrets/kubernetes.io/serviceaccount"},
+		{Target: "/tmp"},
+		{Target: "/data"},
+		{Target: "/tmp/k8s-metrics-server/serving-certs"},
+	}
+	sortMounts(mounts)
+	var got []string
+	for _, m := range mounts {
+		got = append(got, m.Target)
+	}
+	want := []string{"/tmp", "/data", "/tmp/k8s-webhook-server/serving-certs", "/tmp/k8s-metrics-server/serving-certs", "/var/run/secrets/kubernetes.io/serviceaccount"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("mount order %v, want %v", got, want)
+	}
+}
