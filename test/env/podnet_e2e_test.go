@@ -14,14 +14,12 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -454,21 +452,9 @@ func createConfigMap(ctx context.Context, cs kubernetes.Interface, name string) 
 // network index.
 func networkLeftovers(t *testing.T, index int) []string {
 	t.Helper()
-	var out []string
-	links, err := netlink.LinkList()
+	out, err := podnet.Leftovers(index)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, podnet.Prefix(index)) {
-			out = append(out, "link "+l.Attrs().Name)
-		}
-	}
-	entries, _ := os.ReadDir(podnet.NetnsDir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), podnet.Prefix(index)) {
-			out = append(out, "netns "+e.Name())
-		}
 	}
 	return out
 }

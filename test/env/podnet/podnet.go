@@ -165,12 +165,12 @@ func tryLock(index int) (*os.File, error) {
 // foreignSubnets returns the indexes whose /24 holds an address of an
 // interface that is not one of ours: those are left alone.
 func foreignSubnets() (map[int]bool, error) {
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := addrList(nil, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, fmt.Errorf("podnet: failed to list addresses: %w", err)
 	}
 	links := map[int]string{}
-	ls, err := netlink.LinkList()
+	ls, err := linkList()
 	if err != nil {
 		return nil, fmt.Errorf("podnet: failed to list interfaces: %w", err)
 	}
@@ -225,7 +225,7 @@ func Attach(hostIP net.IP) (*Network, error) {
 	if err != nil {
 		return nil, fmt.Errorf("podnet: no bridge %s for %s: %w", n.Bridge, hostIP, err)
 	}
-	addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
+	addrs, err := addrList(br, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, fmt.Errorf("podnet: failed to list addresses of %s: %w", n.Bridge, err)
 	}
@@ -264,7 +264,7 @@ func sweep(index int) error {
 			errs = append(errs, removeNetns(filepath.Join(NetnsDir, e.Name())))
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("podnet: failed to list interfaces: %w", err))
 	}
@@ -457,4 +457,51 @@ func onThrowawayThread(fn func() error) error {
 		ch <- fn()
 	}()
 	return <-ch
+}
+
+// dumpRetries bounds the retries of a netlink dump that another process's
+// changes interrupted (an environment creating or removing its network at
+// the same time): the kernel then returns a partial list and netlink
+// ErrDumpInterrupted, and the dump is simply asked again.
+const dumpRetries = 20
+
+func linkList() ([]netlink.Link, error) {
+	for i := 0; ; i++ {
+		ls, err := netlink.LinkList()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || i == dumpRetries {
+			return ls, err
+		}
+	}
+}
+
+func addrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+	for i := 0; ; i++ {
+		as, err := netlink.AddrList(link, family)
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || i == dumpRetries {
+			return as, err
+		}
+	}
+}
+
+// Leftovers lists the interfaces ("link <name>") and network namespaces
+// ("netns <name>") named for network index: none once its Network is
+// closed.
+func Leftovers(index int) ([]string, error) {
+	var out []string
+	links, err := linkList()
+	if err != nil {
+		return nil, fmt.Errorf("podnet: failed to list interfaces: %w", err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, Prefix(index)) {
+			out = append(out, "link "+l.Attrs().Name)
+		}
+	}
+	entries, _ := os.ReadDir(NetnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), Prefix(index)) {
+			out = append(out, "netns "+e.Name())
+		}
+	}
+	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -91,21 +90,9 @@ func readLine(t *testing.T, c net.Conn) string {
 // leftovers lists the interfaces and namespaces named for network index.
 func leftovers(t *testing.T, index int) []string {
 	t.Helper()
-	var out []string
-	links, err := netlink.LinkList()
+	out, err := Leftovers(index)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, prefix(index)) {
-			out = append(out, "link "+l.Attrs().Name)
-		}
-	}
-	entries, _ := os.ReadDir(NetnsDir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix(index)) {
-			out = append(out, "netns "+e.Name())
-		}
 	}
 	return out
 }
