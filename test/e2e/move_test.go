@@ -95,7 +95,7 @@ func TestClusterctlMoveBetweenEnvironments(t *testing.T) {
 
 	// The provider inventory on both sides; the identity's Secret copied
 	// by hand (runbook step 1).
-	capiVersion, err := capiModuleVersion()
+	capiVersion, err := capi.ModuleVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,18 +315,6 @@ func startMoveTarget(t *testing.T, ctx context.Context) (*world, error) {
 
 // capiModuleVersion is the pinned Cluster API version (from its module
 // folder name).
-func capiModuleVersion() (string, error) {
-	dir, err := capi.ModuleDir()
-	if err != nil {
-		return "", err
-	}
-	_, v, ok := strings.Cut(filepath.Base(dir), "@")
-	if !ok {
-		return "", fmt.Errorf("no version in %s", dir)
-	}
-	return v, nil
-}
-
 // setTags sets the no-op cluster module's extra_tags variable: an in-place
 // change, so an apply.
 func setTags(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey, tags string) {

@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
-	clusterctlcluster "sigs.k8s.io/cluster-api/cmd/clusterctl/client/cluster"
-	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/test/env/clusterctl"
 )
 
 // InventoryProvider is one provider of a clusterctl provider inventory.
@@ -49,39 +46,27 @@ func InventoryProviders(capiVersion, captfVersion string) []InventoryProvider {
 // CRD of the providers' groups (move discovers the kinds of the CRDs that
 // carry it). kubeconfig is an admin kubeconfig of the environment.
 func InstallProviderInventory(ctx context.Context, cfg *rest.Config, kubeconfig string, providers []InventoryProvider) error {
-	conf, err := clusterctlconfig.New(ctx, "")
-	if err != nil {
-		return fmt.Errorf("clusterctl configuration: %w", err)
-	}
-	inv := clusterctlcluster.New(clusterctlcluster.Kubeconfig{Path: kubeconfig}, conf).ProviderInventory()
-	if err := inv.EnsureCustomResourceDefinitions(ctx); err != nil {
-		return fmt.Errorf("the clusterctl inventory CRD: %w", err)
-	}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		return err
-	}
+	var records []clusterctlv1.Provider
 	byGroup := map[string]string{}
 	for _, p := range providers {
 		byGroup[p.Group] = p.Name
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("namespace %s: %w", p.Namespace, err)
-		}
-		if err := inv.Create(ctx, clusterctlv1.Provider{
+		records = append(records, clusterctlv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: map[string]string{
 				clusterctlv1.ClusterctlLabel: "", clusterv1ProviderLabel: p.Name,
 			}},
 			ProviderName: p.ProviderName, Type: string(p.Type), Version: p.Version,
-		}); err != nil {
-			return fmt.Errorf("provider %s: %w", p.Name, err)
-		}
+		})
+	}
+	if err := clusterctl.InstallInventory(ctx, kubeconfig, records); err != nil {
+		return err
+	}
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return err
 	}
 	var crds apiextensionsv1.CustomResourceDefinitionList
 	if err := c.List(ctx, &crds); err != nil {

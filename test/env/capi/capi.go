@@ -76,6 +76,20 @@ func ModuleDir() (string, error) {
 	return dir, nil
 }
 
+// ModuleVersion returns the version of the pinned Cluster API module, the
+// version the local environment's Cluster API runs (v1.14.2).
+func ModuleVersion() (string, error) {
+	dir, err := ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	_, v, ok := strings.Cut(filepath.Base(dir), "@")
+	if !ok {
+		return "", fmt.Errorf("no version in %s", dir)
+	}
+	return v, nil
+}
+
 // CRDSet is a folder of CRDs with the labels the provider's kustomization
 // adds to them (the Cluster API contract labels).
 type CRDSet struct {
