@@ -47,7 +47,7 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	obj := f.kind().NewObject()
 	log := ctrl.LoggerFrom(ctx)
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter))).
+		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter), f.notOwnStatusWrite())).
 		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
 			builder.WithPredicates(managedOnly())).
