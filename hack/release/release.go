@@ -14,8 +14,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-
 	"github.com/captf-io/cluster-api-provider-terraform/hack/internal/noopimages"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup/managerimage"
@@ -196,24 +194,11 @@ func ManagerImageRef(o Options) (string, error) {
 
 // layoutDigest is the digest of what the layout at dir holds under refName.
 func layoutDigest(dir, refName string) (string, error) {
-	p, err := layout.FromPath(dir)
+	_, d, err := imagebuild.LayoutEntry(dir, refName)
 	if err != nil {
 		return "", err
 	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return "", err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return "", err
-	}
-	for _, d := range m.Manifests {
-		if d.Annotations[imagebuild.RefNameAnnotation] == refName {
-			return d.Digest.String(), nil
-		}
-	}
-	return "", fmt.Errorf("nothing named %q in %s", refName, dir)
+	return d.Digest.String(), nil
 }
 
 // Manifests renders infrastructure-components.yaml with the manager image

@@ -70,24 +70,45 @@ func openLayout(dir string) (layout.Path, error) {
 // ReadLayout returns the image stored under refName in the OCI image layout
 // at dir.
 func ReadLayout(dir, refName string) (v1.Image, error) {
-	p, err := layout.FromPath(dir)
+	idx, d, err := LayoutEntry(dir, refName)
 	if err != nil {
 		return nil, err
+	}
+	return idx.Image(d.Digest)
+}
+
+// ReadIndexLayout returns the multi-platform image index stored under
+// refName in the OCI image layout at dir (WriteIndexLayout).
+func ReadIndexLayout(dir, refName string) (v1.ImageIndex, error) {
+	idx, d, err := LayoutEntry(dir, refName)
+	if err != nil {
+		return nil, err
+	}
+	return idx.ImageIndex(d.Digest)
+}
+
+// LayoutEntry returns the top index of the OCI image layout at dir and the
+// descriptor it keeps under refName (an image or an image index; its
+// digest is what a registry serves the pushed copy under).
+func LayoutEntry(dir, refName string) (v1.ImageIndex, v1.Descriptor, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
 	}
 	idx, err := p.ImageIndex()
 	if err != nil {
-		return nil, err
+		return nil, v1.Descriptor{}, err
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, v1.Descriptor{}, err
 	}
 	for _, d := range m.Manifests {
 		if d.Annotations[RefNameAnnotation] == refName {
-			return idx.Image(d.Digest)
+			return idx, d, nil
 		}
 	}
-	return nil, fmt.Errorf("no image named %q in %s", refName, dir)
+	return nil, v1.Descriptor{}, fmt.Errorf("no image named %q in %s", refName, dir)
 }
 
 // Push pushes the image to ref (registry/repository:tag). A loopback or

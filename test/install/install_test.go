@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -265,39 +264,23 @@ func buildRelease(ctx context.Context, t *testing.T, root string) string {
 // one, and the no-op references by role.
 func pushRelease(ctx context.Context, t *testing.T, e *env.Env, rel string) (string, map[string]string) {
 	t.Helper()
-	p, err := layout.FromPath(filepath.Join(rel, "images", "manager"))
+	dir := filepath.Join(rel, "images", "manager")
+	_, d, err := imagebuild.LayoutEntry(dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := p.ImageIndex()
+	idx, err := imagebuild.ReadIndexLayout(dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := top.IndexManifest()
+	dg, err := imagebuild.PushIndex(ctx, e.ImageRef("captf/manager:"+version), idx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ref string
-	for _, d := range m.Manifests {
-		if d.Annotations[imagebuild.RefNameAnnotation] != version {
-			continue
-		}
-		idx, err := top.ImageIndex(d.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dg, err := imagebuild.PushIndex(ctx, e.ImageRef("captf/manager:"+version), idx, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dg.DigestStr() != d.Digest.String() {
-			t.Fatalf("the registry holds the manager index as %s, the release as %s", dg.DigestStr(), d.Digest)
-		}
-		ref = e.ImageRef("captf/manager:" + version + "@" + d.Digest.String())
+	if dg.DigestStr() != d.Digest.String() {
+		t.Fatalf("the registry holds the manager index as %s, the release as %s", dg.DigestStr(), d.Digest)
 	}
-	if ref == "" {
-		t.Fatalf("the release's manager layout has no image tagged %s", version)
-	}
+	ref := e.ImageRef("captf/manager:" + version + "@" + d.Digest.String())
 	noop := map[string]string{}
 	for _, role := range []string{"cluster", "machine"} {
 		tag := version + "-opentofu"
