@@ -45,7 +45,10 @@ import (
 )
 
 const (
-	version   = "v0.1.0"
+	version = "v0.1.0"
+	// upgrade is the patch release of the same series the installation is
+	// upgraded to.
+	upgrade   = "v0.1.1"
 	namespace = "captf-system"
 	// The names config/ gives CAPTF's components.
 	deployment    = "captf-controller-manager"
@@ -78,7 +81,7 @@ func TestClusterctlInit(t *testing.T) {
 		t.Logf("[%6.1fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 
-	rel := buildRelease(ctx, t, root)
+	rel := buildRelease(ctx, t, root, version)
 	step("release built in %s", rel)
 
 	e := env.ForTest(t, env.Options{CAPI: true, Kubelet: true, Registry: true, PodNetwork: true})
@@ -91,7 +94,8 @@ func TestClusterctlInit(t *testing.T) {
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
-	managerRef, noop := pushRelease(ctx, t, e, rel)
+	managerRef := pushManager(ctx, t, e, rel, version)
+	noop := pushNoop(ctx, t, e, rel)
 	if _, err := certmanager.PushImages(ctx, e.PushImage); err != nil {
 		t.Fatal(err)
 	}
@@ -234,17 +238,41 @@ func TestClusterctlInit(t *testing.T) {
 		}
 	}
 
+	// Upgrading, as the page says, to a patch release published beside the
+	// first in the local repository: the new manager runs from its image
+	// and takes the lease, and the objects stay as they are.
+	rel2 := buildRelease(ctx, t, root, upgrade)
+	upgradedRef := pushManager(ctx, t, e, rel2, upgrade)
+	publish(t, rel2, filepath.Join(cfg.RepositoryDir, "infrastructure-terraform", upgrade))
+	jobs := jobNames(ctx, t, e)
+	old := podNames(waitManagers(ctx, t, e, 2, []string{leader}))
+	u.run(ctx, page.has(t, "clusterctl upgrade apply --infrastructure captf-system/terraform:"+upgrade))
+	upgraded := waitManagers(ctx, t, e, 1, old)
+	if got := upgraded[0].Spec.Containers[0].Image; got != upgradedRef {
+		t.Errorf("after the upgrade the manager runs %s, want %s", got, upgradedRef)
+	}
+	step("upgraded: %s leads", waitLeader(ctx, t, e, upgraded, ""))
+	if rows, err := q.Rows(ctx); err != nil {
+		t.Fatal(err)
+	} else if ok, why := framework.Done(rows); !ok {
+		t.Errorf("after the upgrade: %s", why)
+	}
+
 	// clusterctl delete --infrastructure terraform: the provider goes, the
 	// clusters' objects stay.
 	u.run(ctx, page.has(t, "clusterctl delete --infrastructure terraform"))
 	step("clusterctl delete done")
 	checkDeleted(ctx, t, e)
+	// Nothing was applied again by the upgraded manager.
+	if after := jobNames(ctx, t, e); !slices.Equal(after, jobs) {
+		t.Errorf("Jobs before the upgrade %v, at the end %v", jobs, after)
+	}
 }
 
 // buildRelease runs hack/release all for this machine's platform into a
 // folder laid out as a clusterctl repository and returns the release
 // folder.
-func buildRelease(ctx context.Context, t *testing.T, root string) string {
+func buildRelease(ctx context.Context, t *testing.T, root, version string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "infrastructure-terraform", version)
 	platform := "linux/" + runtime.GOARCH
@@ -257,12 +285,11 @@ func buildRelease(ctx context.Context, t *testing.T, root string) string {
 	return dir
 }
 
-// pushRelease pushes the release's manager image (the whole index, so its
+// pushManager pushes the release's manager image (the whole index, so its
 // digest stays the one the components pin) under <registry>/captf/manager
-// and the no-op images on OpenTofu under <registry>/captf/noop-<role>, and
-// returns the manager reference clusterctl's override makes of the pinned
-// one, and the no-op references by role.
-func pushRelease(ctx context.Context, t *testing.T, e *env.Env, rel string) (string, map[string]string) {
+// and returns the reference clusterctl's image override makes of the
+// pinned one.
+func pushManager(ctx context.Context, t *testing.T, e *env.Env, rel, version string) string {
 	t.Helper()
 	dir := filepath.Join(rel, "images", "manager")
 	_, d, err := imagebuild.LayoutEntry(dir, version)
@@ -280,7 +307,13 @@ func pushRelease(ctx context.Context, t *testing.T, e *env.Env, rel string) (str
 	if dg.DigestStr() != d.Digest.String() {
 		t.Fatalf("the registry holds the manager index as %s, the release as %s", dg.DigestStr(), d.Digest)
 	}
-	ref := e.ImageRef("captf/manager:" + version + "@" + d.Digest.String())
+	return e.ImageRef("captf/manager:" + version + "@" + d.Digest.String())
+}
+
+// pushNoop pushes the release's no-op images on OpenTofu under
+// <registry>/captf/noop-<role> and returns their references by role.
+func pushNoop(ctx context.Context, t *testing.T, e *env.Env, rel string) map[string]string {
+	t.Helper()
 	noop := map[string]string{}
 	for _, role := range []string{"cluster", "machine"} {
 		tag := version + "-opentofu"
@@ -292,7 +325,55 @@ func pushRelease(ctx context.Context, t *testing.T, e *env.Env, rel string) (str
 			t.Fatal(err)
 		}
 	}
-	return ref, noop
+	return noop
+}
+
+// publish copies a release folder's files (not its images) into a local
+// repository's folder for that version, as an operator adds a release.
+func publish(t *testing.T, rel, dst string) {
+	t.Helper()
+	entries, err := os.ReadDir(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if !en.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(rel, en.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, en.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// jobNames lists the Quick Start's Jobs.
+func jobNames(ctx context.Context, t *testing.T, e *env.Env) []string {
+	t.Helper()
+	list, err := e.Clientset.BatchV1().Jobs(tenant).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, j := range list.Items {
+		names = append(names, j.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 // user runs commands as a user at a shell: clusterctl and kubectl (the
