@@ -243,7 +243,9 @@ func TestClusterctlInit(t *testing.T) {
 	// and takes the lease, and the objects stay as they are.
 	rel2 := buildRelease(ctx, t, root, upgrade)
 	upgradedRef := pushManager(ctx, t, e, rel2, upgrade)
-	publish(t, rel2, filepath.Join(cfg.RepositoryDir, "infrastructure-terraform", upgrade))
+	if err := clusterctl.CopyFiles(rel2, filepath.Join(cfg.RepositoryDir, "infrastructure-terraform", upgrade)); err != nil {
+		t.Fatal(err)
+	}
 	jobs := jobNames(ctx, t, e)
 	old := podNames(waitManagers(ctx, t, e, 2, []string{leader}))
 	u.run(ctx, page.has(t, "clusterctl upgrade apply --infrastructure captf-system/terraform:"+upgrade))
@@ -326,31 +328,6 @@ func pushNoop(ctx context.Context, t *testing.T, e *env.Env, rel string) map[str
 		}
 	}
 	return noop
-}
-
-// publish copies a release folder's files (not its images) into a local
-// repository's folder for that version, as an operator adds a release.
-func publish(t *testing.T, rel, dst string) {
-	t.Helper()
-	entries, err := os.ReadDir(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, en := range entries {
-		if !en.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(rel, en.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, en.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // jobNames lists the Quick Start's Jobs.

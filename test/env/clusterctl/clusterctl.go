@@ -143,7 +143,7 @@ func Write(o Options) (*Config, error) {
 	// CAPTF: the release folder's files, as they are.
 	tfLabel := clusterctlv1.ManifestLabel(ProviderName, clusterctlv1.InfrastructureProviderType)
 	tfDir := filepath.Join(repo, tfLabel, o.Terraform.Version)
-	if err := copyFiles(o.Terraform.Dir, tfDir); err != nil {
+	if err := CopyFiles(o.Terraform.Dir, tfDir); err != nil {
 		return nil, fmt.Errorf("clusterctl: publish the release %s: %w", o.Terraform.Dir, err)
 	}
 	for _, f := range []string{ComponentsFile, MetadataFile} {
@@ -228,7 +228,10 @@ func capiMetadata(capiVersion string) ([]byte, error) {
 // local repositories take ({basepath}/{provider-label}/{version}/{file}).
 func fileURL(path string) string { return "file://" + filepath.ToSlash(path) }
 
-func copyFiles(src, dst string) error {
+// CopyFiles copies the regular files of the folder src (not its
+// subfolders) into dst, creating it: a release folder published into a
+// local repository's folder for its version.
+func CopyFiles(src, dst string) error {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err

@@ -20,12 +20,10 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// listenIn opens a TCP listener on addr inside the network namespace at
-// path; the socket stays in that namespace whichever thread accepts on it.
-func listenIn(t *testing.T, path, addr string) net.Listener {
-	t.Helper()
-	var ln net.Listener
-	err := onThrowawayThread(func() error {
+// inNetns runs fn on a throwaway thread that has joined the network
+// namespace at path.
+func inNetns(path string, fn func() error) error {
+	return onThrowawayThread(func() error {
 		f, err := os.Open(path)
 		if err != nil {
 			return err
@@ -34,6 +32,16 @@ func listenIn(t *testing.T, path, addr string) net.Listener {
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
 			return err
 		}
+		return fn()
+	})
+}
+
+// listenIn opens a TCP listener on addr inside the network namespace at
+// path; the socket stays in that namespace whichever thread accepts on it.
+func listenIn(t *testing.T, path, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	err := inNetns(path, func() (err error) {
 		ln, err = net.Listen("tcp", addr)
 		return err
 	})
@@ -47,15 +55,7 @@ func listenIn(t *testing.T, path, addr string) net.Listener {
 // dialFrom dials addr from inside the network namespace at path.
 func dialFrom(path, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := onThrowawayThread(func() error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			return err
-		}
+	err := inNetns(path, func() (err error) {
 		c, err = net.DialTimeout("tcp", addr, 2*time.Second)
 		return err
 	})
