@@ -296,6 +296,12 @@ func ensureMirror(ctx context.Context, c client.Client, live client.Reader, iden
 	var plan MirrorPlan
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		existing, err := getSecret(ctx, c, key)
+		if err == nil && existing != nil && len(existing.Data) == 0 {
+			// The manager's cache keeps a mirror's data only while its
+			// identity exists when the mirror is cached; decide, and
+			// update, on the live Secret.
+			existing, err = getSecret(ctx, live, key)
+		}
 		if err != nil {
 			return err
 		}

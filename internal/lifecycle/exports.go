@@ -1,8 +1,10 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -14,9 +16,14 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
-// maxExportsEntries bounds the exports cache: past it the cache starts
-// over (an entry is one cluster's exports, and a dropped one is re-read).
-const maxExportsEntries = 4096
+// maxExportsEntries and maxExportsBytes bound the exports cache: past
+// either it starts over (an entry is one cluster's exports, and a dropped
+// one is re-read). One entry is at most state.DefaultLimits.MaxOutputBytes:
+// the state reader refuses a larger output.
+const (
+	maxExportsEntries = 4096
+	maxExportsBytes   = 64 << 20
+)
 
 // exportsCache holds each TerraformCluster's exports output, keyed by the
 // names and resource versions of the state Secrets it was decoded from:
@@ -27,6 +34,9 @@ const maxExportsEntries = 4096
 type exportsCache struct {
 	mu sync.Mutex
 	m  map[string]exportsEntry
+	// bytes is the size of the exports m holds; maxBytes bounds it
+	// (maxExportsBytes when 0).
+	bytes, maxBytes int
 }
 
 type exportsEntry struct {
@@ -35,6 +45,12 @@ type exportsEntry struct {
 	// no exports output.
 	exports json.RawMessage
 	set     bool
+}
+
+// listState lists the Secrets carrying the backend's labels for suffix.
+func listState(ctx context.Context, r client.Reader, list *corev1.SecretList, namespace, suffix string) error {
+	return r.List(ctx, list, client.InNamespace(namespace),
+		client.MatchingLabels{state.BackendStateLabel: "true", state.BackendSuffixLabel: suffix}, client.UnsafeDisableDeepCopy)
 }
 
 // stateVersion is the cache key of a state's Secrets: their names and
@@ -50,11 +66,12 @@ func stateVersion(items []corev1.Secret) string {
 
 // readClusterExports returns the exports output of the state of suffix (set
 // false when the state has none), decoding the state only when its Secrets
-// changed since the last read. Errors are never cached.
-func (c *exportsCache) readClusterExports(ctx context.Context, r client.Reader, namespace, suffix string) (json.RawMessage, bool, error) {
+// changed since the last read. Errors are never cached. State Secrets r
+// lists without their data (state.ErrNotCached) are listed again through
+// live.
+func (c *exportsCache) readClusterExports(ctx context.Context, r, live client.Reader, namespace, suffix string) (json.RawMessage, bool, error) {
 	var list corev1.SecretList
-	if err := r.List(ctx, &list, client.InNamespace(namespace),
-		client.MatchingLabels{state.BackendStateLabel: "true", state.BackendSuffixLabel: suffix}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := listState(ctx, r, &list, namespace, suffix); err != nil {
 		return nil, false, err
 	}
 	key := namespace + "/" + suffix
@@ -68,6 +85,14 @@ func (c *exportsCache) readClusterExports(ctx context.Context, r client.Reader, 
 		}
 	}
 	st, err := state.FromSecrets(list.Items, suffix, state.DefaultLimits)
+	if errors.Is(err, state.ErrNotCached) && live != nil {
+		list = corev1.SecretList{}
+		if err := listState(ctx, live, &list, namespace, suffix); err != nil {
+			return nil, false, err
+		}
+		version = stateVersion(list.Items)
+		st, err = state.FromSecrets(list.Items, suffix, state.DefaultLimits)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -78,10 +103,15 @@ func (c *exportsCache) readClusterExports(ctx context.Context, r client.Reader, 
 	}
 	if c != nil {
 		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxExportsEntries {
-			c.m = map[string]exportsEntry{}
+		if old, ok := c.m[key]; ok {
+			c.bytes -= len(old.exports)
+			delete(c.m, key)
+		}
+		if c.m == nil || len(c.m) >= maxExportsEntries || c.bytes+len(e.exports) > cmp.Or(c.maxBytes, maxExportsBytes) {
+			c.m, c.bytes = map[string]exportsEntry{}, 0
 		}
 		c.m[key] = e
+		c.bytes += len(e.exports)
 		c.mu.Unlock()
 	}
 	return slices.Clone(e.exports), e.set, nil

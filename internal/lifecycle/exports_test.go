@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,14 +56,14 @@ func TestExportsCacheByStateVersion(t *testing.T) {
 	cache := &exportsCache{}
 	read := func() string {
 		t.Helper()
-		out, ok, err := cache.readClusterExports(ctx, c, ns, suffix)
+		out, ok, err := cache.readClusterExports(ctx, c, nil, ns, suffix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprintf("%v %s", ok, out)
 	}
 
-	if _, _, err := cache.readClusterExports(ctx, c, ns, suffix); err == nil {
+	if _, _, err := cache.readClusterExports(ctx, c, nil, ns, suffix); err == nil {
 		t.Fatal("no state read without an error")
 	}
 	write(1, nil)
@@ -88,7 +89,46 @@ func TestExportsCacheByStateVersion(t *testing.T) {
 	}
 	// A nil cache (a Flow not set up) reads every time.
 	var none *exportsCache
-	if out, ok, err := none.readClusterExports(ctx, c, ns, suffix); err != nil || !ok || string(out) != `{"network":"net-2"}` {
+	if out, ok, err := none.readClusterExports(ctx, c, nil, ns, suffix); err != nil || !ok || string(out) != `{"network":"net-2"}` {
 		t.Fatalf("nil cache: %s %v %v", out, ok, err)
+	}
+}
+
+// TestExportsCacheBounded: the exports cache holds at most its byte bound
+// of exports, whatever size each cluster's exports are (a tenant's module
+// writes them); past the bound it starts over, and every read still
+// returns the exports of the state read.
+func TestExportsCacheBounded(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	ctx := context.Background()
+	cache := &exportsCache{maxBytes: 3000}
+	for i := range 10 {
+		suffix := fmt.Sprintf("%016x-c", i)
+		raw, _ := json.Marshal(map[string]any{"version": 4, "serial": 1, "lineage": "l", "resources": []any{},
+			"outputs": map[string]any{"exports": map[string]any{"value": strings.Repeat("e", 1000), "type": "string"}}})
+		secrets, err := state.Encode("tenant", suffix, raw, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range secrets {
+			if err := c.Create(ctx, &secrets[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, ok, err := cache.readClusterExports(ctx, c, nil, "tenant", suffix)
+		if err != nil || !ok || len(out) != 1002 {
+			t.Fatalf("cluster %d: %d bytes, %v, %v", i, len(out), ok, err)
+		}
+		held := 0
+		for _, e := range cache.m {
+			held += len(e.exports)
+		}
+		if held != cache.bytes || held > 3000 {
+			t.Fatalf("after cluster %d the cache holds %d bytes (counted %d), bound 3000", i, held, cache.bytes)
+		}
 	}
 }

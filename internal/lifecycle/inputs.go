@@ -127,7 +127,7 @@ func (f *Flow) clusterExports(ctx context.Context, p *Pass) (json.RawMessage, *I
 		w := Waiting(infrav1.WaitingForClusterExportsReason, err.Error())
 		return nil, &w
 	}
-	exports, ok, err := f.exports.readClusterExports(ctx, f.Client, tc.Namespace, suffix)
+	exports, ok, err := f.exports.readClusterExports(ctx, f.Client, f.APIReader, tc.Namespace, suffix)
 	if err != nil {
 		w := Waiting(infrav1.WaitingForClusterExportsReason, "the cluster state cannot be read: "+err.Error())
 		return nil, &w

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,11 +24,28 @@ func DurableName(kind infrav1.WorkloadKind, name string) string {
 	return "captf-inputs-" + kind.Short() + "-" + name
 }
 
+// ParseDurableName is DurableName's inverse: the kind and object name a
+// durable inputs Secret's name stands for.
+func ParseDurableName(secret string) (infrav1.WorkloadKind, string, bool) {
+	for _, k := range infrav1.WorkloadKinds() {
+		if name, ok := strings.CutPrefix(secret, "captf-inputs-"+k.Short()+"-"); ok && name != "" {
+			return k, name, true
+		}
+	}
+	return "", "", false
+}
+
 // durableSecret reads the durable inputs Secret through r: the cache (it
 // carries captf.io/managed) or the API server; nil when missing.
 func (f *Flow) durableSecret(ctx context.Context, r client.Reader, p *Pass) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}, s)
+	key := client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: DurableName(p.Kind, p.Obj.GetName())}
+	err := r.Get(ctx, key, s)
+	if err == nil && state.DataDropped(s) {
+		// Cached without its data (see state.DataDroppedAnnotation).
+		s = &corev1.Secret{}
+		err = f.APIReader.Get(ctx, key, s)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -51,6 +69,12 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	p.Durable = durable
 
 	st, readErr := state.Read(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	if errors.Is(readErr, state.ErrNotCached) {
+		// The cache keeps a state Secret's data only once it has seen the
+		// object it belongs to (setup's Secret transform): one written
+		// before its object reached the cache is read live.
+		st, readErr = state.Read(ctx, f.APIReader, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	}
 	if errors.Is(readErr, state.ErrNotFound) && p.wroteState() {
 		// A finished apply or restore wrote the state, but the Secret
 		// cache does not show it: the Job's watch and the Secrets' watch

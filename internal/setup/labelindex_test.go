@@ -70,7 +70,7 @@ func TestManagerCacheListsByLabelIndex(t *testing.T) {
 		owned("indexed-other", "a-1", "TerraformMachine", "a", nil),
 	)
 
-	inner, err := cache.New(cfg, cacheOptions(DefaultOptions()))
+	inner, err := cache.New(cfg, cacheOptions(DefaultOptions(), &secretGate{}))
 	if err != nil {
 		t.Fatal(err)
 	}

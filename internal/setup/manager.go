@@ -32,7 +32,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
@@ -66,12 +65,15 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		return nil, Wiring{}, err
 	}
 	scheme := NewScheme()
+	gate := &secretGate{}
 	mopts := ctrl.Options{
 		Scheme: scheme,
-		Cache:  cacheOptions(o),
+		Cache:  cacheOptions(o, gate),
 		// Lists by the labels that name an object's Jobs, pods, Secrets
-		// and Leases are answered from indexes (labelindex.go).
-		NewCache: newLabelIndexedCache,
+		// and Leases are answered from indexes (labelindex.go); the
+		// Secret transform reads the workloads through it
+		// (secretcache.go).
+		NewCache: gate.newCache,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Never cached: read live through the manager's client.
 			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}},
@@ -201,14 +203,14 @@ func defaultNamespaces(o Options) map[string]cache.Config {
 // RoleBindings only when CAPTF owns them;
 // everything namespaced within --namespace; managed fields dropped; Jobs,
 // pods and Secrets reduced to what the passes read of them.
-func cacheOptions(o Options) cache.Options {
+func cacheOptions(o Options, gate *secretGate) cache.Options {
 	managed := managedSelector()
 	return cache.Options{
 		SyncPeriod:        ptr.To(o.SyncPeriod),
 		DefaultNamespaces: defaultNamespaces(o),
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:        {Label: managed, Transform: secretTransform},
+			&corev1.Secret{}:        {Label: managed, Transform: gate.transform},
 			&batchv1.Job{}:          {Label: managed, Transform: jobTransform},
 			&corev1.Pod{}:           {Label: managed, Transform: podTransform},
 			&coordinationv1.Lease{}: {Label: managed},
@@ -293,18 +295,6 @@ func clientRate(o Options) (float32, int) {
 		return -1, 0
 	}
 	return o.KubeAPIQPS, o.KubeAPIBurst
-}
-
-// secretTransform is the cached Secrets' transform: managed fields dropped,
-// as for every object, a state backup's data too (state.StripBackupData):
-// N machines' backups would otherwise hold a copy of every state in memory,
-// and a per-run Secret's rendered inputs (jobs.RunSecretForCache).
-func secretTransform(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
-	if s, ok := obj.(*corev1.Secret); ok && err == nil {
-		return jobs.RunSecretForCache(state.StripBackupData(s)), nil
-	}
-	return obj, err
 }
 
 // jobTransform caches a Job without its pod template (jobs.ForCache).

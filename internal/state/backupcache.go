@@ -38,3 +38,27 @@ func chunkBytes(s *corev1.Secret) int64 {
 	n, _ := strconv.ParseInt(s.Annotations[CachedBytesAnnotation], 10, 64)
 	return n
 }
+
+// DataDroppedAnnotation is set on the manager's cached copy of a Secret
+// whose data the cache does not keep (see DropData). It never reaches the
+// API server.
+const DataDroppedAnnotation = "captf.io/cached-data-dropped"
+
+// DropData removes the data of s, marking the copy with
+// DataDroppedAnnotation so a reader can tell it from a Secret without data
+// and read it live instead. It changes and returns s.
+func DropData(s *corev1.Secret) *corev1.Secret {
+	if s.Data == nil && s.StringData == nil {
+		return s
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[DataDroppedAnnotation] = "true"
+	s.Data, s.StringData = nil, nil
+	return s
+}
+
+// DataDropped reports whether s is a cached copy whose data DropData
+// removed.
+func DataDropped(s *corev1.Secret) bool { return s.Annotations[DataDroppedAnnotation] == "true" }

@@ -20,10 +20,36 @@ type Limits struct {
 	MaxChunks int
 	// MaxDecompressedBytes is the most bytes the gzip stream may expand to.
 	MaxDecompressedBytes int64
+	// MaxOutputBytes is the most bytes one output's value (and its type)
+	// may take, MaxOutputsBytes the most all outputs together may: the
+	// outputs are the only part of a state the reader keeps, so these
+	// bound what a read holds, whatever the state expands to.
+	MaxOutputBytes  int
+	MaxOutputsBytes int
 }
 
-// DefaultLimits are the book's caps: 32 chunks and 64 MiB decompressed.
-var DefaultLimits = Limits{MaxChunks: 32, MaxDecompressedBytes: 64 << 20}
+// DefaultLimits are the book's caps, 32 chunks and 64 MiB decompressed, and
+// the outputs' caps: 1 MiB an output and 4 MiB in all. An output CAPTF
+// consumes feeds a Job's inputs, which are capped at 1,000,000 bytes, so no
+// output over 1 MiB could ever be used.
+var DefaultLimits = Limits{MaxChunks: 32, MaxDecompressedBytes: 64 << 20, MaxOutputBytes: 1 << 20, MaxOutputsBytes: 4 << 20}
+
+// withDefaults fills every unset limit from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	if l.MaxChunks <= 0 {
+		l.MaxChunks = DefaultLimits.MaxChunks
+	}
+	if l.MaxDecompressedBytes <= 0 {
+		l.MaxDecompressedBytes = DefaultLimits.MaxDecompressedBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultLimits.MaxOutputBytes
+	}
+	if l.MaxOutputsBytes <= 0 {
+		l.MaxOutputsBytes = DefaultLimits.MaxOutputsBytes
+	}
+	return l
+}
 
 // Output is one root-module output as the state records it. Value is the raw
 // JSON value; decoding it against the module contract is the caller's job.
@@ -144,9 +170,7 @@ func Decode(payloads [][]byte, lim Limits) (*Content, error) {
 }
 
 func decode(payloads [][]byte, lim Limits, base string) (*Content, error) {
-	if lim.MaxChunks <= 0 || lim.MaxDecompressedBytes <= 0 {
-		lim = DefaultLimits
-	}
+	lim = lim.withDefaults()
 	if len(payloads) == 0 {
 		return nil, ErrNotFound
 	}
@@ -172,10 +196,13 @@ func decode(payloads [][]byte, lim Limits, base string) (*Content, error) {
 	}
 	cr := &capReader{r: zr, max: lim.MaxDecompressedBytes}
 	sc := newScanner(cr)
-	f, err := parseStateJSON(sc)
+	f, err := parseStateJSON(sc, lim)
 	if err != nil {
 		var gz *gzipFailure
+		var big *outputTooLarge
 		switch {
+		case errors.As(err, &big):
+			return nil, readErrorf(ErrTooLarge, base, "%s", big)
 		case errors.Is(err, errCapExceeded):
 			return nil, readErrorf(ErrTooLarge, base, "more than %d bytes decompressed", lim.MaxDecompressedBytes)
 		case errors.As(err, &gz):
@@ -231,12 +258,15 @@ type stateFields struct {
 	managed           int
 	encrypted         bool
 	encryptionVersion string
+	// outputMax caps one output, outputsMax all of them; outputsLeft is
+	// what the outputs read so far leave of outputsMax.
+	outputMax, outputsMax, outputsLeft int
 }
 
 // parseStateJSON walks the top-level object of a state file (v4, or
 // OpenTofu's encryption envelope) and the whole stream after it.
-func parseStateJSON(sc *scanner) (*stateFields, error) {
-	f := &stateFields{}
+func parseStateJSON(sc *scanner, lim Limits) (*stateFields, error) {
+	f := &stateFields{outputMax: lim.MaxOutputBytes, outputsMax: lim.MaxOutputsBytes, outputsLeft: lim.MaxOutputsBytes}
 	c, err := sc.next()
 	if err != nil {
 		return nil, err
@@ -350,8 +380,24 @@ func (s *scanner) captureNumber() ([]byte, error) {
 	return raw, nil
 }
 
+// outputTooLarge is an output whose value passed the reader's caps; it
+// names the output and the cap, never the value.
+type outputTooLarge struct {
+	name  string
+	limit int
+	total bool
+}
+
+func (o *outputTooLarge) Error() string {
+	if o.total {
+		return fmt.Sprintf("the outputs up to %q take more than %d bytes together, at most %d are read", o.name, o.limit, o.limit)
+	}
+	return fmt.Sprintf("output %q takes more than %d bytes, at most %d are read", o.name, o.limit, o.limit)
+}
+
 // parseOutputs reads "outputs": {"<name>": {"value": …, "type": …,
-// "sensitive": bool}}.
+// "sensitive": bool}}, keeping each output's value and type within
+// f.outputMax bytes and all of them within what f.outputsLeft allows.
 func parseOutputs(sc *scanner, f *stateFields) error {
 	f.outputs = Outputs{}
 	return sc.object(func(rawName []byte, ok bool) error {
@@ -360,14 +406,34 @@ func parseOutputs(sc *scanner, f *stateFields) error {
 		}
 		name := string(rawName)
 		var out Output
+		used := 0
+		capture := func() (json.RawMessage, error) {
+			limit, total := f.outputMax-used, false
+			if f.outputsLeft < limit {
+				limit, total = f.outputsLeft, true
+			}
+			v, fits, err := sc.captureValueWithin(limit)
+			if err != nil {
+				return nil, err
+			}
+			if !fits {
+				if total {
+					return nil, &outputTooLarge{name: name, limit: f.outputsMax, total: true}
+				}
+				return nil, &outputTooLarge{name: name, limit: f.outputMax}
+			}
+			used += len(v)
+			f.outputsLeft -= len(v)
+			return v, nil
+		}
 		err := sc.object(func(field []byte, _ bool) error {
 			switch string(field) {
 			case "value":
-				v, err := sc.captureValue()
+				v, err := capture()
 				out.Value = v
 				return err
 			case "type":
-				v, err := sc.captureValue()
+				v, err := capture()
 				out.Type = v
 				return err
 			case "sensitive":

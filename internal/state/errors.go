@@ -29,6 +29,11 @@ var ErrNotFound = errors.New("no state Secret found")
 // left held by the stopped runner is recovered as a stale lock.
 var ErrNeverWritten = fmt.Errorf("%w: the base state Secret was created but no state was ever written into it", ErrNotFound)
 
+// ErrNotCached means a cached state Secret was listed without its data (the
+// manager's cache keeps the data only of state Secrets bound to a live
+// object, see DataDroppedAnnotation): the caller reads the state live.
+var ErrNotCached = errors.New("the cached state Secrets do not hold their data")
+
 // Each way a state can fail to read has its own sentinel, so callers and tests
 // can tell them apart with errors.Is; ReasonOf maps them to a condition reason.
 var (

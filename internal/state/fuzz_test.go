@@ -4,20 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fuzzLimits keep the cap small so the fuzzer reaches it often.
-var fuzzLimits = Limits{MaxChunks: 8, MaxDecompressedBytes: 1 << 20}
+var fuzzLimits = Limits{MaxChunks: 8, MaxDecompressedBytes: 1 << 20, MaxOutputBytes: 64 << 10, MaxOutputsBytes: 256 << 10}
 
-// allocBound is the most a read may allocate: a few times the decompressed
-// cap (captured output values grow by doubling), a few times the input
-// (the payloads are hashed and wrapped, never copied whole), and the fixed
-// buffers of gzip and the scanner.
+// allocBound is the most a read may allocate: a few times the outputs' cap
+// (the outputs are all a read keeps, and a captured value grows by
+// doubling), a few times the input (the payloads are hashed and wrapped,
+// never copied whole), and the fixed buffers of gzip and the scanner;
+// never in proportion to what the state decompresses to.
 func allocBound(input int) uint64 {
-	return uint64(4*fuzzLimits.MaxDecompressedBytes) + uint64(8*input) + 2<<20
+	return uint64(4*fuzzLimits.MaxOutputsBytes) + uint64(8*input) + 2<<20
 }
 
 func fuzzSeeds(f *testing.F) {
@@ -31,13 +36,27 @@ func fuzzSeeds(f *testing.F) {
 	bomb := append([]byte(`{"version":4,"serial":1,"lineage":"l","x":"`), bytes.Repeat([]byte("a"), 2<<20)...)
 	f.Add(gzipBytes(f, append(bomb, '"', '}')), uint8(0), false)
 	f.Add(gzipBytes(f, []byte(strings.Repeat("[", 20000))), uint8(0), false)
+	// A bomb in the outputs: within the decompressed cap, past the
+	// outputs' caps, one output and many.
+	one := append([]byte(`{"version":4,"serial":1,"lineage":"l","outputs":{"a":{"value":"`), bytes.Repeat([]byte("a"), 900<<10)...)
+	f.Add(gzipBytes(f, append(one, []byte(`"}}}`)...)), uint8(0), false)
+	many := []byte(`{"version":4,"serial":1,"lineage":"l","outputs":{`)
+	for i := range 20 {
+		if i > 0 {
+			many = append(many, ',')
+		}
+		many = append(many, fmt.Sprintf(`"o%d":{"value":"%s","type":"string"}`, i, bytes.Repeat([]byte("b"), 40<<10))...)
+	}
+	f.Add(gzipBytes(f, append(many, []byte(`}}`)...)), uint8(2), false)
 	f.Add([]byte(`{"version":4,"serial":1,"lineage":"l","outputs":{"a":{"value":[1,{"b":"\u00e9"}],"sensitive":true}},"resources":[{"mode":"managed","instances":[{}]}]}`), uint8(0), true)
 }
 
-// FuzzDecode feeds the reader random chunk payloads: either raw (as if a
-// Secret held anything at all) or gzip-compressed first, so the JSON parser
-// sees random input. It must never panic, never return content with an
-// error or an error without a reason, and never allocate past its bound.
+// FuzzDecode feeds the reader (FromSecrets, what the manager calls on the
+// state Secrets it lists) random chunk payloads in chunk Secrets: either raw
+// (as if a Secret held anything at all) or gzip-compressed first, so the
+// JSON parser sees random input. It must never panic, never return content
+// with an error or an error without a reason, never keep outputs past their
+// caps and never allocate past its bound.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, cuts uint8, compress bool) {
@@ -48,10 +67,18 @@ func FuzzDecode(f *testing.F) {
 		n := int(cuts%10) + 1
 		chunks := split(payload, n)
 
+		secrets := make([]corev1.Secret, len(chunks))
+		for i, p := range chunks {
+			secrets[i] = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ChunkName("0123456789abcdef-m", i)}, Data: map[string][]byte{DataKey: p}}
+		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		c, err := Decode(chunks, fuzzLimits)
+		st, err := FromSecrets(secrets, "0123456789abcdef-m", fuzzLimits)
 		runtime.ReadMemStats(&after)
+		var c *Content
+		if st != nil {
+			c = &st.Content
+		}
 
 		if used := after.TotalAlloc - before.TotalAlloc; used > allocBound(len(payload)) {
 			t.Fatalf("read of %d payload bytes allocated %d bytes (bound %d)", len(payload), used, allocBound(len(payload)))
@@ -75,10 +102,18 @@ func FuzzDecode(f *testing.F) {
 			if compress && !json.Valid(data) {
 				t.Fatalf("accepted invalid JSON %q", data)
 			}
+			total := 0
 			for name, o := range c.Outputs {
 				if o.Value != nil && !json.Valid(o.Value) {
 					t.Fatalf("output %q value is not valid JSON", name)
 				}
+				if n := len(o.Value) + len(o.Type); n > fuzzLimits.MaxOutputBytes {
+					t.Fatalf("output %q kept with %d bytes, past the cap of %d", name, n, fuzzLimits.MaxOutputBytes)
+				}
+				total += len(o.Value) + len(o.Type)
+			}
+			if total > fuzzLimits.MaxOutputsBytes {
+				t.Fatalf("outputs kept with %d bytes, past the cap of %d", total, fuzzLimits.MaxOutputsBytes)
 			}
 		}
 	})

@@ -86,3 +86,20 @@ func chunkIndex(suffix, name string) (int, bool) {
 	}
 	return n, true
 }
+
+// IsChunkName reports whether name is one of the chunk Secrets a state of
+// suffix may span: the base Secret or -part-N below DefaultLimits.MaxChunks.
+func IsChunkName(suffix, name string) bool {
+	n, ok := chunkIndex(suffix, name)
+	return ok && n < DefaultLimits.MaxChunks
+}
+
+// KindOfSuffix is the workload kind whose code a suffix ends in.
+func KindOfSuffix(suffix string) (v1alpha1.WorkloadKind, bool) {
+	for _, k := range v1alpha1.WorkloadKinds() {
+		if strings.HasSuffix(suffix, "-"+k.Short()) {
+			return k, true
+		}
+	}
+	return "", false
+}

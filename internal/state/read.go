@@ -86,6 +86,11 @@ func FromSecrets(secrets []corev1.Secret, suffix string, lim Limits) (*State, er
 	if lim.MaxChunks <= 0 || lim.MaxDecompressedBytes <= 0 {
 		lim = DefaultLimits
 	}
+	for i := range secrets {
+		if DataDropped(&secrets[i]) {
+			return nil, ErrNotCached
+		}
+	}
 	ordered, err := orderChunks(secrets, suffix, lim)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -312,5 +313,60 @@ func TestScannerAgreesWithEncodingJSON(t *testing.T) {
 		if got, want := err == nil, json.Valid([]byte(in)); got != want {
 			t.Errorf("%q: scanner valid=%v (%v), encoding/json valid=%v", in, got, err, want)
 		}
+	}
+}
+
+// TestReadOutputCaps: the outputs are all a read keeps of a state, so they
+// are bounded however far the state expands (Terraform State: a state over
+// the reader's caps is corrupt, never partly read). One output over
+// MaxOutputBytes, or outputs together over MaxOutputsBytes, make the state
+// StateCorrupt with a message naming the output and the cap, never its
+// value; outputs within both caps read whole.
+func TestReadOutputCaps(t *testing.T) {
+	lim := Limits{MaxChunks: 4, MaxDecompressedBytes: 8 << 20, MaxOutputBytes: 1000, MaxOutputsBytes: 2500}
+	doc := func(sizes ...int) []byte {
+		b := []byte(`{"version":4,"serial":3,"lineage":"l","outputs":{`)
+		for i, n := range sizes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			// The value's JSON is n bytes: the quotes and n-2 letters.
+			b = append(b, fmt.Sprintf(`"o%d":{"value":"%s","sensitive":true}`, i, strings.Repeat(sentinel[:1], n-2))...)
+		}
+		// Resources far past the outputs' caps are skipped, not kept.
+		return append(b, fmt.Sprintf(`},"resources":[{"mode":"managed","x":"%s"}]}`, strings.Repeat("r", 4<<20))...)
+	}
+	cases := []struct {
+		name  string
+		sizes []int
+		want  string // "" reads
+	}{
+		{"outputs within both caps", []int{1000, 1000, 500}, ""},
+		{"one output over its cap", []int{10, 1001}, `output "o1" takes more than 1000 bytes`},
+		{"outputs together over the total", []int{1000, 1000, 501}, `the outputs up to "o2" take more than 2500 bytes together`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			secrets := []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: ChunkName("0123456789abcdef-m", 0)},
+				Data: map[string][]byte{DataKey: gzipBytes(t, doc(c.sizes...))}}}
+			st, err := FromSecrets(secrets, "0123456789abcdef-m", lim)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, n := range c.sizes {
+					if got := len(st.Outputs[fmt.Sprintf("o%d", i)].Value); got != n {
+						t.Errorf("o%d read with %d bytes, want %d", i, got, n)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, ErrTooLarge) || ReasonOf(err) != ReasonCorrupt || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v (reason %q), want ErrTooLarge, StateCorrupt, %q", err, ReasonOf(err), c.want)
+			}
+			if strings.Contains(err.Error(), strings.Repeat(sentinel[:1], 8)) {
+				t.Fatalf("the error holds the output's value: %v", err)
+			}
+		})
 	}
 }

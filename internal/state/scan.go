@@ -26,6 +26,7 @@ type scanner struct {
 	capBuf      []byte
 	capLimit    int  // 0: no limit
 	capOverflow bool // the capture passed capLimit and was dropped
+	capOwn      bool // a limited capture into a buffer of its own
 	scratch     []byte
 }
 
@@ -117,13 +118,15 @@ func (s *scanner) endCapture() []byte {
 	s.capturing = false
 	if s.capOverflow || (s.capLimit > 0 && len(s.capBuf)+s.pos-s.capStart > s.capLimit) {
 		s.capBuf = nil
+		s.capOwn = false
 		return nil
 	}
 	out := append(s.capBuf, s.buf[s.capStart:s.pos]...)
 	s.capBuf = nil
-	if s.capLimit > 0 {
+	if s.capLimit > 0 && !s.capOwn {
 		s.scratch = out[:0]
 	}
+	s.capOwn = false
 	return out[:len(out):len(out)]
 }
 
@@ -464,6 +467,28 @@ func (s *scanner) captureValue() (json.RawMessage, error) {
 		return nil, err
 	}
 	return s.endCapture(), nil
+}
+
+// captureValueWithin reads the next value and returns its text when it
+// takes at most limit bytes; a longer value is skipped without being held
+// (fits false). The text is the caller's to keep.
+func (s *scanner) captureValueWithin(limit int) (json.RawMessage, bool, error) {
+	if _, err := s.next(); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 {
+		return nil, false, nil
+	}
+	s.startCapture(limit)
+	s.capBuf = nil // a buffer of its own, not the reused scratch
+	s.capOwn = true
+	if err := s.skipValue(1); err != nil {
+		s.capturing, s.capOwn = false, false
+		s.capBuf = nil
+		return nil, false, err
+	}
+	v := s.endCapture()
+	return v, v != nil, nil
 }
 
 // isNull consumes a null if one comes next.
