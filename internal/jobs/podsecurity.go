@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -178,5 +179,153 @@ func policyRun(p *Policy) *Run {
 		RunnerImage: "runner",
 		Identity:    "identity",
 		StateSuffix: "policy",
+	}
+}
+
+// PolicyPodSecurityProblem is a check the pod of a jobs policy fails, with
+// the fields of the policy at fault.
+type PolicyPodSecurityProblem struct {
+	PodSecurityProblem
+	// Fields are paths relative to the jobs policy
+	// ("securityContext.runAsUser"): each a field the policy sets whose
+	// removal alone makes the check pass. Empty when no single field does
+	// (the policy as a whole is at fault).
+	Fields []string
+}
+
+// PolicyPodSecurity evaluates the pod a jobs policy gives a Job on its own
+// (Resolve, then the pod of every Job under it: what Validate evaluates)
+// and names the fields at fault. It is what the admission webhook refuses
+// a jobs policy with, so admission and the Job build refuse the same pods.
+// Which fields are at fault is asked of the same evaluation: a field is
+// named when the policy without it passes the check.
+func PolicyPodSecurity(jp *infrav1.JobPolicy) []PolicyPodSecurityProblem {
+	base := Resolve(jp)
+	probs := base.podSecurity()
+	if len(probs) == 0 {
+		return nil
+	}
+	leaves := policyContextLeaves(jp)
+	out := make([]PolicyPodSecurityProblem, len(probs))
+	for i, pr := range probs {
+		out[i].PodSecurityProblem = pr
+		for _, leaf := range leaves {
+			without := Resolve(withoutLeaf(jp, leaf))
+			if !slices.ContainsFunc(without.podSecurity(), func(q PodSecurityProblem) bool { return q.Check == pr.Check }) {
+				out[i].Fields = append(out[i].Fields, leaf.path())
+			}
+		}
+	}
+	return out
+}
+
+// contextLeaf is a field a jobs policy sets in its securityContext or
+// podSecurityContext: a value that is not an object (a list is one).
+type contextLeaf struct {
+	context string   // "securityContext" or "podSecurityContext"
+	keys    []string // JSON keys below it
+}
+
+func (l contextLeaf) path() string { return l.context + "." + strings.Join(l.keys, ".") }
+
+// policyContextLeaves lists the fields jp sets in both contexts, in order.
+func policyContextLeaves(jp *infrav1.JobPolicy) []contextLeaf {
+	if jp == nil {
+		return nil
+	}
+	var out []contextLeaf
+	for _, c := range [...]struct {
+		name string
+		v    any
+	}{{"securityContext", jp.SecurityContext}, {"podSecurityContext", jp.PodSecurityContext}} {
+		m := jsonObject(c.v)
+		var walk func(m map[string]any, keys []string)
+		walk = func(m map[string]any, keys []string) {
+			names := make([]string, 0, len(m))
+			for k := range m {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			for _, k := range names {
+				path := append(slices.Clip(keys), k)
+				if sub, ok := m[k].(map[string]any); ok {
+					walk(sub, path)
+					continue
+				}
+				out = append(out, contextLeaf{context: c.name, keys: path})
+			}
+		}
+		walk(m, nil)
+	}
+	return out
+}
+
+// withoutLeaf is jp with the field leaf removed, and every object left
+// empty by that removal removed too (an empty capabilities replaces the
+// default wholesale; no capabilities keeps it).
+func withoutLeaf(jp *infrav1.JobPolicy, leaf contextLeaf) *infrav1.JobPolicy {
+	out := jp.DeepCopy()
+	var target any
+	switch leaf.context {
+	case "securityContext":
+		target = out.SecurityContext
+	default:
+		target = out.PodSecurityContext
+	}
+	m := jsonObject(target)
+	removeKey(m, leaf.keys)
+	switch leaf.context {
+	case "securityContext":
+		out.SecurityContext = nil
+		if len(m) > 0 {
+			out.SecurityContext = &corev1.SecurityContext{}
+			fromJSONObject(m, out.SecurityContext)
+		}
+	default:
+		out.PodSecurityContext = nil
+		if len(m) > 0 {
+			out.PodSecurityContext = &corev1.PodSecurityContext{}
+			fromJSONObject(m, out.PodSecurityContext)
+		}
+	}
+	return out
+}
+
+// removeKey deletes the value at keys from m and then every object the
+// deletion left empty.
+func removeKey(m map[string]any, keys []string) {
+	if len(keys) == 1 {
+		delete(m, keys[0])
+		return
+	}
+	sub, ok := m[keys[0]].(map[string]any)
+	if !ok {
+		return
+	}
+	removeKey(sub, keys[1:])
+	if len(sub) == 0 {
+		delete(m, keys[0])
+	}
+}
+
+// jsonObject is v (a *corev1.SecurityContext or *corev1.PodSecurityContext)
+// as a JSON object; nil for nil.
+func jsonObject(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// fromJSONObject decodes m into dst; m came from jsonObject of the same
+// type, so it decodes.
+func fromJSONObject(m map[string]any, dst any) {
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, dst)
 	}
 }
