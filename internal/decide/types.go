@@ -313,7 +313,8 @@ type Observation struct {
 	// every Job, destroy and restore included.
 	CredentialsWait string
 	// JobPolicyInvalid: the effective Job policy is invalid (lock timeout not
-	// below the deadline); no Job can be built.
+	// below the deadline, a number out of bounds, or a Job pod that fails
+	// pod security); no Job can be built.
 	JobPolicyInvalid bool
 
 	// Deleting: the object has a deletionTimestamp.

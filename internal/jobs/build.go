@@ -370,6 +370,18 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 	if err := r.validate(); err != nil {
 		return nil, nil, fmt.Errorf("cannot build Job %q for %s %s/%s: %w", r.JobName, r.Owner.Kind, r.Owner.Namespace, r.Owner.Name, err)
 	}
+	job, dropped := r.job()
+	// The whole pod, as it would be created, against the Pod Security
+	// Standards (EvaluatePodSecurity): a pod that fails is never built.
+	if probs := EvaluatePodSecurity(&job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec); len(probs) > 0 {
+		return nil, nil, fmt.Errorf("cannot build Job %q for %s %s/%s: %w", r.JobName, r.Owner.Kind, r.Owner.Namespace, r.Owner.Name, podSecurityError(probs))
+	}
+	return job, dropped, nil
+}
+
+// job assembles the Job of a validated run and the names of the env
+// entries it dropped.
+func (r *Run) job() (*batchv1.Job, []string) {
 	p := r.Policy
 	labels := Labels(r.Owner, r.Op, r.Attempt)
 	podLabels := make(map[string]string, len(labels))
@@ -485,7 +497,7 @@ func Build(r *Run) (*batchv1.Job, []string, error) {
 	if len(job.Spec.Template.Spec.ImagePullSecrets) == 0 {
 		job.Spec.Template.Spec.ImagePullSecrets = nil
 	}
-	return job, dropped, nil
+	return job, dropped
 }
 
 // RunSecret returns the per-run Secret captf-run-<job> of a created Job:

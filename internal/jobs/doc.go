@@ -11,6 +11,12 @@
 //     Resolve also drops TF_* and KUBE_* env entries (and names them, never
 //     their values, so the caller can emit EnvVarDropped) and Validate
 //     reports JobPolicyInvalid;
+//   - pod security (EvaluatePodSecurity): every Job's pod, and the pod a
+//     policy gives a Job, against the Pod Security Standards restricted
+//     profile with Kubernetes' pod-security-admission library, less
+//     RestrictedExceptions (runAsNonRoot, left to the image), and with no
+//     sysctl; Build, Validate and the admission webhook (PolicyPodSecurity)
+//     all refuse through it;
 //   - the batch/v1 Job of one run (reference-facts §8.1): the init container
 //     that copies the runner, the module container running
 //     `/captf/bin/runner run` with its arguments in their documented order,

@@ -284,11 +284,13 @@ func (e *PolicyError) Reason() string { return infrav1.JobPolicyInvalidReason }
 
 // Validate checks the effective policy (reference-facts §8.2): the lock
 // timeout must be below the deadline, so a lock wait alone cannot fill the
-// Job; the numbers must be within their API bounds; and the module
-// container may not be privileged, escalate privileges or add
-// capabilities (the admission webhook refuses these on each policy; this
-// repeats the check on the merge, which admission never sees). It returns a
-// *PolicyError or nil.
+// Job; the numbers must be within their API bounds; the module container
+// may not add capabilities; and the pod the policy gives a Job must pass
+// EvaluatePodSecurity (the restricted profile less RestrictedExceptions,
+// and no sysctl). The admission webhook refuses the same on each policy;
+// this repeats it on the merge, which admission never sees, and on an
+// object stored before the webhook refused it. It returns a *PolicyError
+// or nil.
 func (p *Policy) Validate() error {
 	var probs []string
 	if int64(p.LockTimeoutSeconds) >= p.ActiveDeadlineSeconds {
@@ -306,15 +308,11 @@ func (p *Policy) Validate() error {
 	if p.FailedJobsHistoryLimit < 0 || p.FailedJobsHistoryLimit > MaxHistoryLimit {
 		probs = append(probs, fmt.Sprintf("failedJobsHistoryLimit %d is outside 0..%d", p.FailedJobsHistoryLimit, MaxHistoryLimit))
 	}
-	sc := &p.SecurityContext
-	if sc.Privileged != nil && *sc.Privileged {
-		probs = append(probs, "securityContext.privileged must not be true")
-	}
-	if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
-		probs = append(probs, "securityContext.allowPrivilegeEscalation must not be true")
-	}
-	if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
+	if sc := &p.SecurityContext; sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
 		probs = append(probs, "securityContext.capabilities.add must be empty")
+	}
+	for _, pr := range p.podSecurity() {
+		probs = append(probs, pr.String())
 	}
 	if len(probs) == 0 {
 		return nil

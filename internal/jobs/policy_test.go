@@ -281,8 +281,8 @@ func TestValidatePolicy(t *testing.T) {
 			&infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](300)}, nil, "lockTimeoutSeconds 300 is not below activeDeadlineSeconds 300"},
 		{"a deadline over one day", &infrav1.JobPolicy{ActiveDeadlineSeconds: ptr.To[int64](86401)}, nil, "activeDeadlineSeconds 86401 is outside"},
 		{"a negative history limit", &infrav1.JobPolicy{FailedJobsHistoryLimit: ptr.To[int32](-1)}, nil, "failedJobsHistoryLimit -1"},
-		{"privileged is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}, nil, "privileged must not be true"},
-		{"allowPrivilegeEscalation true is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}}, nil, "allowPrivilegeEscalation must not be true"},
+		{"privileged is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}, nil, "restricted check privileged: privileged: container \"source\" must not set securityContext.privileged=true"},
+		{"allowPrivilegeEscalation true is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}}, nil, "restricted check allowPrivilegeEscalation: allowPrivilegeEscalation != false: container \"source\" must set securityContext.allowPrivilegeEscalation=false"},
 		{"capabilities.add is refused", &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}, nil, "capabilities.add must be empty"},
 	}
 	for _, tt := range tests {

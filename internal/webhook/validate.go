@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -17,6 +17,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	captfjobs "github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
 // Limits the API reference gives (reference-facts §11).
@@ -26,9 +27,6 @@ const (
 	maxEndpointHost     = 512
 	maxAllowedList      = 100
 )
-
-// The SELinux type that turns a container into a super-privileged one.
-const seLinuxSuperPrivileged = "spc_t"
 
 // validateImage checks that image is a syntactically valid OCI image
 // reference, by tag or digest. The registry and repository are not policed
@@ -129,8 +127,8 @@ func validateVariables(path *field.Path, role contract.Role, ws *infrav1.Workspa
 
 // validateJobPolicy applies the Tuning Jobs and Security Model rules to one
 // jobs policy: lockTimeoutSeconds below activeDeadlineSeconds, a DNS
-// subdomain serviceAccountName, valid pull secret and env names, and none
-// of the settings that weaken the module container's isolation.
+// subdomain serviceAccountName, valid pull secret and env names, and a pod
+// the Job build would create (validatePodSecurity).
 func validateJobPolicy(path *field.Path, p *infrav1.JobPolicy) field.ErrorList {
 	if p == nil {
 		return nil
@@ -154,59 +152,29 @@ func validateJobPolicy(path *field.Path, p *infrav1.JobPolicy) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("env").Index(i).Child("name"), e.Name, msg))
 		}
 	}
-	errs = append(errs, validateContainerSecurity(path.Child("securityContext"), p.SecurityContext)...)
-	errs = append(errs, validatePodSecurity(path.Child("podSecurityContext"), p.PodSecurityContext)...)
+	errs = append(errs, validatePodSecurity(path, p)...)
 	return errs
 }
 
-// validateContainerSecurity refuses, on the container that holds the
-// identity's credentials, privileged, allowPrivilegeEscalation true and any
-// capabilities.add (Security Model, Pod security), and the settings that
-// undo the pod's isolation: an Unconfined seccomp or AppArmor profile, the
-// SELinux type spc_t, an Unmasked procMount and a Windows host process.
-func validateContainerSecurity(path *field.Path, sc *corev1.SecurityContext) field.ErrorList {
-	if sc == nil {
-		return nil
-	}
+// validatePodSecurity refuses a jobs policy whose pod would fail what the
+// Job build checks (captfjobs.PolicyPodSecurity: the Pod Security Standards
+// restricted profile less runAsNonRoot, and no sysctl), at each field of
+// the policy at fault, and any capabilities.add on the container that
+// holds the identity's cloud credentials (Security Model, Pod security).
+func validatePodSecurity(path *field.Path, p *infrav1.JobPolicy) field.ErrorList {
 	var errs field.ErrorList
-	if sc.Privileged != nil && *sc.Privileged {
-		errs = append(errs, field.Forbidden(path.Child("privileged"), "privileged containers are not allowed: the container holds the identity's cloud credentials"))
+	if sc := p.SecurityContext; sc != nil && sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("securityContext", "capabilities", "add"), "adding capabilities is not allowed: the container holds the identity's cloud credentials"))
 	}
-	if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
-		errs = append(errs, field.Forbidden(path.Child("allowPrivilegeEscalation"), "must not be true: the container holds the identity's cloud credentials"))
-	}
-	if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
-		errs = append(errs, field.Forbidden(path.Child("capabilities", "add"), "adding capabilities is not allowed: the container holds the identity's cloud credentials"))
-	}
-	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-		errs = append(errs, field.Forbidden(path.Child("procMount"), "Unmasked weakens the container's isolation"))
-	}
-	errs = append(errs, isolation(path, sc.SeccompProfile, sc.AppArmorProfile, sc.SELinuxOptions, sc.WindowsOptions)...)
-	return errs
-}
-
-// validatePodSecurity refuses the pod-level settings that weaken isolation
-// of every container of the Job's pod.
-func validatePodSecurity(path *field.Path, sc *corev1.PodSecurityContext) field.ErrorList {
-	if sc == nil {
-		return nil
-	}
-	return isolation(path, sc.SeccompProfile, sc.AppArmorProfile, sc.SELinuxOptions, sc.WindowsOptions)
-}
-
-func isolation(path *field.Path, seccomp *corev1.SeccompProfile, apparmor *corev1.AppArmorProfile, selinux *corev1.SELinuxOptions, windows *corev1.WindowsSecurityContextOptions) field.ErrorList {
-	var errs field.ErrorList
-	if seccomp != nil && seccomp.Type == corev1.SeccompProfileTypeUnconfined {
-		errs = append(errs, field.Forbidden(path.Child("seccompProfile", "type"), "Unconfined weakens the Job's isolation"))
-	}
-	if apparmor != nil && apparmor.Type == corev1.AppArmorProfileTypeUnconfined {
-		errs = append(errs, field.Forbidden(path.Child("appArmorProfile", "type"), "Unconfined weakens the Job's isolation"))
-	}
-	if selinux != nil && selinux.Type == seLinuxSuperPrivileged {
-		errs = append(errs, field.Forbidden(path.Child("seLinuxOptions", "type"), seLinuxSuperPrivileged+" makes the container super-privileged"))
-	}
-	if windows != nil && windows.HostProcess != nil && *windows.HostProcess {
-		errs = append(errs, field.Forbidden(path.Child("windowsOptions", "hostProcess"), "host processes are not allowed"))
+	for _, pr := range captfjobs.PolicyPodSecurity(p) {
+		if len(pr.Fields) == 0 {
+			errs = append(errs, field.Forbidden(path, pr.String()))
+			continue
+		}
+		for _, f := range pr.Fields {
+			keys := strings.Split(f, ".")
+			errs = append(errs, field.Forbidden(path.Child(keys[0], keys[1:]...), pr.String()))
+		}
 	}
 	return errs
 }

@@ -244,6 +244,20 @@ func invalidObjects() []struct {
 			s.Defaults = &infrav1.ClusterDefaults{Jobs: jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}})})}
 		}), "spec.defaults.jobs.podSecurityContext.appArmorProfile.type"},
 
+		// What the Job build refuses beyond those (jobs.EvaluatePodSecurity:
+		// the restricted profile less runAsNonRoot, and no sysctl).
+		{"TC pod sysctl on baseline's safe list", onTC(jobsOn(jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}})}))), "spec.jobs.podSecurityContext.sysctls"},
+		{"TCT defaults unsafe sysctl", tct(func(s *infrav1.TerraformClusterSpec) {
+			s.Defaults = &infrav1.ClusterDefaults{Jobs: jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shmmax", Value: "1"}}})})}
+		}), "spec.template.spec.defaults.jobs.podSecurityContext.sysctls"},
+		{"TM container runAsUser 0 beside runAsNonRoot", onTM(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(true)})}))), "spec.jobs.securityContext.runAsUser"},
+		{"TMP pod runAsUser 0 beside runAsNonRoot", onTMP(jobsOn(jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(true)})}))), "spec.jobs.podSecurityContext.runAsUser"},
+		{"TMT pod runAsNonRoot, container runAsUser 0", onTMT(jobsOn(jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}), SecurityContext: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0)})}))), "spec.template.spec.jobs.securityContext.runAsUser"},
+		{"TMPT runAsUser 0 alone", onTMPT(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0)})}))), "spec.template.spec.jobs.securityContext.runAsUser"},
+		{"TC container AppArmor Unconfined", onTC(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}})}))), "spec.jobs.securityContext.appArmorProfile.type"},
+		{"TM capabilities without drop ALL", onTM(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}})}))), "spec.jobs.securityContext.capabilities.drop"},
+		{"TMP SELinux user", onTMP(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{User: "system_u"}})}))), "spec.jobs.securityContext.seLinuxOptions.user"},
+
 		// The rest of a jobs policy.
 		{"TC serviceAccountName with upper case", onTC(jobsOn(jobs(infrav1.JobPolicy{ServiceAccountName: "Runner"}))), "spec.jobs.serviceAccountName"},
 		{"TM serviceAccountName with a slash", onTM(jobsOn(jobs(infrav1.JobPolicy{ServiceAccountName: "ns/runner"}))), "spec.jobs.serviceAccountName"},
@@ -354,6 +368,14 @@ func TestValidObjectsAreAccepted(t *testing.T) {
 				}),
 				Env: []corev1.EnvVar{{Name: "TF_LOG", Value: "debug"}, {Name: "HTTPS_PROXY", Value: "http://proxy:3128"}},
 			})
+		}),
+		"TC with a root image's policy: runAsNonRoot false (left to the image)": tc(func(s *infrav1.TerraformClusterSpec) {
+			s.Jobs = jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false), FSGroup: ptr.To[int64](0)}),
+				SecurityContext: sc(corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(false)})})
+		}),
+		"TMP with a non-root user and a Localhost seccomp profile": tmp(func(s *infrav1.TerraformMachinePoolSpec) {
+			s.Jobs = jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("terraform.json")}})})
 		}),
 		"TMP with variablesFrom": tmp(func(s *infrav1.TerraformMachinePoolSpec) {
 			s.VariablesFrom = []infrav1.VariablesSource{{ConfigMapRef: &infrav1.LocalObjectReference{Name: "aws-sizing"}},
