@@ -25,7 +25,7 @@ var PodSecurityLevel = psa.LevelVersion{Level: psa.LevelRestricted, Version: psa
 // may fail, by the library's check ID, each with the book rule that leaves
 // it to the user. Every other check of the profile refuses the pod.
 //
-// runAsNonRoot is the only one (Security Model, "Pod security"; Tuning
+// runAsNonRoot is one (Security Model, "Pod security"; Tuning
 // Jobs, "Security contexts"): the Job's defaults satisfy baseline, and
 // runAsNonRoot is deliberately not defaulted because an image built FROM
 // hashicorp/terraform runs as root unless it sets USER.
@@ -35,8 +35,17 @@ var PodSecurityLevel = psa.LevelVersion{Level: psa.LevelRestricted, Version: psa
 // nothing from it, while an explicit runAsUser: 0 either puts a non-root
 // image back to root or, beside runAsNonRoot: true, asks for a pod the
 // kubelet will not start.
+//
+// The restricted capabilities check (drop ALL, add nothing but
+// NET_BIND_SERVICE) is the other exception (Tuning Jobs, "Security
+// contexts"): a policy's own capabilities replace the default drop: [ALL]
+// wholesale, and the book leaves including ALL to the user. What the check
+// guards against is still refused: any capabilities.add by CAPTF's own rule
+// (Policy.Validate, the webhook), and baseline's capabilities check, which
+// the restricted one no longer overrides, stays in the evaluation.
 var RestrictedExceptions = map[policy.CheckID]string{
-	policy.CheckRunAsNonRoot().ID: "runAsNonRoot is left to the user: an image built FROM hashicorp/terraform runs as root (Security Model, Pod security)",
+	policy.CheckRunAsNonRoot().ID:           "runAsNonRoot is left to the user: an image built FROM hashicorp/terraform runs as root (Security Model, Pod security)",
+	policy.CheckCapabilitiesRestricted().ID: "a policy's own capabilities replace drop: [ALL] and keeping ALL is left to the user; any add is refused by CAPTF's own rule (Tuning Jobs, Security contexts)",
 }
 
 // NoSysctlsCheck is CAPTF's own rule beside the profile: the Job's pod sets

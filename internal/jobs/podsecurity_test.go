@@ -65,7 +65,12 @@ func podSecurityCases() []podSecurityCase {
 		{name: "runAsUser 0 alone", policy: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0)}), want: []string{"runAsUser"}},
 		{name: "privileged", policy: sc(corev1.SecurityContext{Privileged: ptr.To(true)}), want: []string{"privileged"}},
 		{name: "allowPrivilegeEscalation true", policy: sc(corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}), want: []string{"allowPrivilegeEscalation"}},
-		{name: "a capabilities list without drop ALL", policy: sc(corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}}), want: []string{"capabilities_restricted"}},
+		// Tuning Jobs: a policy's own capabilities replace drop: [ALL];
+		// keeping ALL is the user's choice (adds are refused elsewhere).
+		{name: "a capabilities list without drop ALL", policy: sc(corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}})},
+		{name: "a capability baseline does not allow", pod: func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		}, want: []string{"capabilities_baseline"}},
 		{name: "a Windows host process", policy: psc(corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}}), want: []string{"windowsHostProcess"}},
 
 		// What no jobs policy sets, should the Job's pod ever carry it.
@@ -194,11 +199,21 @@ func TestPodSecurityFollowsTheLibrary(t *testing.T) {
 		}
 	}
 
-	def := buildPod(podSecurityCase{})
-	if n := failed(restricted, def); n != len(RestrictedExceptions) {
-		t.Errorf("the default Job pod fails %d restricted checks, want exactly the %d exceptions", n, len(RestrictedExceptions))
+	// The pod each exception is for: one the book allows and the profile
+	// refuses only on that check.
+	needs := map[policy.CheckID]*corev1.PodTemplateSpec{
+		policy.CheckRunAsNonRoot().ID: buildPod(podSecurityCase{}),
+		policy.CheckCapabilitiesRestricted().ID: buildPod(podSecurityCase{policy: &infrav1.JobPolicy{SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}}}}),
+	}
+	if len(needs) != len(RestrictedExceptions) {
+		t.Fatalf("%d exceptions, %d pods that need one", len(RestrictedExceptions), len(needs))
 	}
 	for id, why := range RestrictedExceptions {
+		def := needs[id]
+		if n := failed(restricted, def); n != 1 {
+			t.Errorf("the pod exception %s is for fails %d restricted checks, want only it", id, n)
+		}
 		i := slices.IndexFunc(full, func(c policy.Check) bool { return c.ID == id })
 		if i < 0 || full[i].Level != "restricted" {
 			t.Errorf("exception %q is not a restricted check of the library", id)
@@ -212,7 +227,7 @@ func TestPodSecurityFollowsTheLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 		if failed(only, def) != 1 {
-			t.Errorf("the default Job pod passes %s: the exception is not needed", id)
+			t.Errorf("the pod the book allows passes %s: the exception is not needed", id)
 		}
 	}
 }

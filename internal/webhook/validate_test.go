@@ -255,7 +255,6 @@ func invalidObjects() []struct {
 		{"TMT pod runAsNonRoot, container runAsUser 0", onTMT(jobsOn(jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}), SecurityContext: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0)})}))), "spec.template.spec.jobs.securityContext.runAsUser"},
 		{"TMPT runAsUser 0 alone", onTMPT(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](0)})}))), "spec.template.spec.jobs.securityContext.runAsUser"},
 		{"TC container AppArmor Unconfined", onTC(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}})}))), "spec.jobs.securityContext.appArmorProfile.type"},
-		{"TM capabilities without drop ALL", onTM(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}})}))), "spec.jobs.securityContext.capabilities.drop"},
 		{"TMP SELinux user", onTMP(jobsOn(jobs(infrav1.JobPolicy{SecurityContext: sc(corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{User: "system_u"}})}))), "spec.jobs.securityContext.seLinuxOptions.user"},
 
 		// The rest of a jobs policy.
