@@ -299,6 +299,9 @@ func (x *Executor) writeState(ctx context.Context, j *batchv1.Job, kind infrav1.
 	for k, v := range outputsFor(kind, j.Namespace, name) {
 		outputs[k] = map[string]any{"value": v, "type": "dynamic"}
 	}
+	if name == BombMachine {
+		outputs["inventory"] = map[string]any{"value": bombOutput(), "type": "string"}
+	}
 	raw, err := json.Marshal(map[string]any{
 		"version": 4, "terraform_version": "1.10.6", "serial": serial, "lineage": "5ca1e000-0000-4000-8000-" + suffix[:12],
 		"outputs": outputs,

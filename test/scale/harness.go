@@ -66,6 +66,12 @@ type Config struct {
 	// Dir keeps the environment (logs) when set; default a temporary
 	// folder removed at the end.
 	Dir string
+	// HostileSecrets, when set, is how many 1 MiB Secrets a hostile
+	// tenant labels captf.io/managed=true in the fleet's namespace, and
+	// Bomb adds the tenant's TerraformMachine whose state is a gzip bomb
+	// (hostile.go): what the manager must hold no more memory for.
+	HostileSecrets int
+	Bomb           bool
 	// Logf reports progress (default: nothing).
 	Logf func(format string, args ...any)
 }
@@ -264,6 +270,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// TerraformCluster is, while machines are still being created, so
 	// machines flow through their Jobs from the first batch on.
 	provisioned := provisioner(runCtx, c, view)
+	if cfg.HostileSecrets > 0 {
+		cfg.Logf("a hostile tenant creates %d Secrets of 1 MiB labeled %s", cfg.HostileSecrets, infrav1.ManagedLabel)
+		if err := createHostileSecrets(ctx, c, cfg.HostileSecrets); err != nil {
+			return res, err
+		}
+	}
+	if cfg.Bomb {
+		if err := createMachine(ctx, c, BombMachine); err != nil {
+			return res, err
+		}
+	}
 	cr := &creator{c: c, workers: cfg.CreateWorkers, batch: cfg.Batch}
 	createDone := make(chan error, 1)
 	go func() {

@@ -182,6 +182,9 @@ func readiness(ctx context.Context, view client.Reader) (ready, total int, clust
 		return 0, 0, clusterProvisioned, err
 	}
 	for i := range list.Items {
+		if list.Items[i].Name == BombMachine {
+			continue
+		}
 		total++
 		for _, cond := range list.Items[i].Status.Conditions {
 			if cond.Type == infrav1.ReadyCondition && cond.Status == metav1.ConditionTrue {
