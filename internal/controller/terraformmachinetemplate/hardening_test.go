@@ -107,7 +107,7 @@ func TestPublicOnlyTransportRefusesAResolvedLoopbackAddress(t *testing.T) {
 	reg := startCountingRegistry(t, nil)
 	port := reg.host[strings.LastIndex(reg.host, ":"):]
 	req, _ := http.NewRequest(http.MethodGet, "http://localhost"+port+"/v2/", nil)
-	resp, err := publicOnlyTransport(nil).RoundTrip(req)
+	resp, err := publicOnlyTransport(nil, nil).RoundTrip(req)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("the transport connected to a loopback address")

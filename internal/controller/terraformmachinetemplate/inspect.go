@@ -92,8 +92,12 @@ type Inspector struct {
 	Timeout time.Duration
 
 	// resolver, when set, resolves registry names for the public-only
-	// transport (tests).
-	resolver *net.Resolver
+	// transport, and afterCheck, when set, runs after its address check
+	// passed, just before connecting (tests: it refuses every connection,
+	// so that nothing leaves the machine even when the check lets an
+	// address through).
+	resolver   *net.Resolver
+	afterCheck func(network, address string, c syscall.RawConn) error
 
 	slotsOnce sync.Once
 	slots     chan struct{}
@@ -149,7 +153,7 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 	case in.Transport != nil:
 		base = in.Transport
 	case !in.AllowPrivate:
-		base = publicOnlyTransport(in.resolver)
+		base = publicOnlyTransport(in.resolver, in.afterCheck)
 	default:
 		base = remote.DefaultTransport
 	}
@@ -207,8 +211,9 @@ func CheckRegistryHost(registry string) error {
 
 // publicOnlyTransport is the default transport with a dialer that refuses
 // to connect to a non-public address, whatever name led to it (a DNS
-// answer or a registry's redirect). resolver, when set, resolves names.
-func publicOnlyTransport(resolver *net.Resolver) http.RoundTripper {
+// answer or a registry's redirect). resolver, when set, resolves names;
+// afterCheck, when set, runs once an address passed the check.
+func publicOnlyTransport(resolver *net.Resolver, afterCheck func(network, address string, c syscall.RawConn) error) http.RoundTripper {
 	base, ok := remote.DefaultTransport.(*http.Transport)
 	if !ok {
 		base = http.DefaultTransport.(*http.Transport)
@@ -221,6 +226,14 @@ func publicOnlyTransport(resolver *net.Resolver) http.RoundTripper {
 		// Control runs once the name is resolved, before the connection
 		// is made: nothing is sent to a refused address.
 		Control: refuseNonPublic,
+	}
+	if afterCheck != nil {
+		d.Control = func(network, address string, c syscall.RawConn) error {
+			if err := refuseNonPublic(network, address, c); err != nil {
+				return err
+			}
+			return afterCheck(network, address, c)
+		}
 	}
 	// A proxy from the environment is dialled instead of the registry: one
 	// on a private address needs --allow-private-registries too.

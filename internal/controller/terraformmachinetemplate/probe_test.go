@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,7 +133,19 @@ func TestInspectionCannotProbeSharedOrNAT64Addresses(t *testing.T) {
 			if c.aaaa != "" {
 				aaaa = netip.MustParseAddr(c.aaaa)
 			}
-			in := &Inspector{Platform: platform, resolver: fakeDNS(t, a, aaaa), Timeout: 10 * time.Second}
+			// Whatever the check decides, no connection is made: the test
+			// must send nothing to these addresses.
+			var connects atomic.Int64
+			stop := func(_, address string, _ syscall.RawConn) error {
+				connects.Add(1)
+				return fmt.Errorf("the check let %s through", address)
+			}
+			in := &Inspector{Platform: platform, resolver: fakeDNS(t, a, aaaa), afterCheck: stop, Timeout: 10 * time.Second}
+			defer func() {
+				if n := connects.Load(); n > 0 {
+					t.Errorf("%d connections passed the address check", n)
+				}
+			}()
 			_, err := in.Labels(ctx, "registry.captf-probe.test/machine:v1", authn.NewMultiKeychain())
 			t.Log(err)
 			refused(t, err, c.block)
