@@ -117,7 +117,3 @@ func nonPublic(ip netip.Addr) string {
 	}
 	return ""
 }
-
-// publicAddr is false for the addresses an inspection may not reach
-// without --allow-private-registries.
-func publicAddr(ip netip.Addr) bool { return nonPublic(ip) == "" }
