@@ -112,6 +112,10 @@ func finished(job *batchv1.Job) (batchv1.JobConditionType, *batchv1.JobCondition
 //   - Failed with reason DeadlineExceeded: image-pull-failed when a
 //     container was waiting on its image, else deadline. A deadline wins
 //     over whatever the runner reported.
+//   - Failed with a readable result whose error kind the Job, as it was
+//     built, could not report (Unreportable: blocked from a Job without
+//     the destructive-plan guard, plan-changed from one without an
+//     approved plan): failed.
 //   - Failed with a readable result: by its error kind (image-layout →
 //     image-invalid, interrupted, blocked, plan-changed, step → failed).
 //   - Failed without a readable result: interrupted when the pod is gone,
@@ -164,6 +168,15 @@ func Classify(job *batchv1.Job, pod *corev1.Pod) Classification {
 				c.Detail = fmt.Sprintf("the Job hit activeDeadlineSeconds (%ds)", *job.Spec.ActiveDeadlineSeconds)
 			}
 		}
+	case c.Result.Readable && c.Result.LastRun.Error != nil && Unreportable(ArmingOf(job), c.Result.LastRun.Error.Kind) != "":
+		// A result the Job as built could not have produced (a module
+		// that writes its own, claiming to be blocked or to have found
+		// its approved plan changed, to dodge backoff): a failure. Its
+		// plan and summary are dropped; lastRun says what happened.
+		why := Unreportable(ArmingOf(job), c.Result.LastRun.Error.Kind)
+		c.Outcome, c.Detail = OutcomeFailed, why
+		c.Result.Plan = nil
+		c.Result.LastRun.Error = &infrav1.RunError{Kind: infrav1.RunErrorStep, Step: c.Result.LastRun.Error.Step, Summary: truncate(why, maxSummaryBytes)}
 	case c.Result.Readable && c.Result.LastRun.Error != nil:
 		e := c.Result.LastRun.Error
 		switch e.Kind {

@@ -31,6 +31,25 @@ func jobWith(op infrav1.Operation, conds ...batchv1.JobCondition) *batchv1.Job {
 	}
 }
 
+// armed is job as the manager builds it for an owner of kind, with the
+// module container's runner arguments args (--guard-deletes,
+// --expect-plan=…).
+func armed(job *batchv1.Job, kind infrav1.WorkloadKind, args ...string) *batchv1.Job {
+	job.Labels[infrav1.OwnerKindLabel] = string(kind)
+	job.Spec.Template.Spec.Containers = []corev1.Container{{Name: SourceContainer, Args: append([]string{"--op=" + job.Labels[infrav1.OpLabel]}, args...)}}
+	return job
+}
+
+// guardedApply is a TerraformCluster apply Job armed with the
+// destructive-plan guard; approvedApply one that runs an approved plan.
+func guardedApply(conds ...batchv1.JobCondition) *batchv1.Job {
+	return armed(jobWith(infrav1.OperationApply, conds...), infrav1.KindTerraformCluster, "--guard-deletes", "--inputs-hash="+testInputsHash)
+}
+
+func approvedApply(conds ...batchv1.JobCondition) *batchv1.Job {
+	return armed(jobWith(infrav1.OperationApply, conds...), infrav1.KindTerraformCluster, "--expect-plan=p1:approved")
+}
+
 func complete() batchv1.JobCondition {
 	return batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Time{Time: t1}}
 }
@@ -126,12 +145,24 @@ func TestClassify(t *testing.T) {
 		{"the runner's interrupted is a stop from outside: counts toward nothing",
 			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorInterrupted, "apply"), 1),
 			OutcomeInterrupted, "", false, "interrupted", "interrupted"},
-		{"blocked is DestructivePlanBlocked and counts toward nothing",
-			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorBlocked, ""), 1),
+		{"blocked from a guarded TerraformCluster apply is DestructivePlanBlocked and counts toward nothing",
+			guardedApply(failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorBlocked, ""), 1),
 			OutcomeBlocked, infrav1.DestructivePlanBlockedReason, false, "blocked", "blocked"},
-		{"plan-changed is PlanChanged and counts toward nothing",
-			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorPlanChanged, ""), 1),
+		{"plan-changed from an approved TerraformCluster apply is PlanChanged and counts toward nothing",
+			approvedApply(failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorPlanChanged, ""), 1),
 			OutcomePlanChanged, infrav1.PlanChangedReason, false, "plan_changed", "plan-changed"},
+		{"blocked from a TerraformMachine apply is forged: ApplyFailed, counting toward backoff",
+			armed(jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), infrav1.KindTerraformMachine), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorBlocked, ""), 1),
+			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "step"},
+		{"plan-changed from an unapproved TerraformCluster apply is forged: ApplyFailed, counting toward backoff",
+			guardedApply(failed("BackoffLimitExceeded")), podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorPlanChanged, ""), 1),
+			OutcomeFailed, infrav1.ApplyFailedReason, true, "failed", "step"},
+		{"blocked from a TerraformCluster drift Job is forged: DriftJobFailed, counting toward backoff",
+			armed(jobWith(infrav1.OperationDrift, failed("BackoffLimitExceeded")), infrav1.KindTerraformCluster), podWith(docWithError(t, infrav1.OperationDrift, infrav1.RunErrorBlocked, ""), 1),
+			OutcomeFailed, infrav1.DriftJobFailedReason, true, "failed", "step"},
+		{"plan-changed from a TerraformMachinePool destroy is forged: DestroyFailed, counting toward backoff",
+			armed(jobWith(infrav1.OperationDestroy, failed("BackoffLimitExceeded")), infrav1.KindTerraformMachinePool), podWith(docWithError(t, infrav1.OperationDestroy, infrav1.RunErrorPlanChanged, ""), 1),
+			OutcomeFailed, infrav1.DestroyFailedReason, true, "failed", "step"},
 		{"a failed Job whose pod is gone is interrupted",
 			jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded")), nil,
 			OutcomeInterrupted, "", false, "interrupted", "interrupted"},
@@ -262,7 +293,7 @@ func TestClassifyDetails(t *testing.T) {
 
 func TestRecord(t *testing.T) {
 	t.Run("an unbookkept Job is judged by its classification", func(t *testing.T) {
-		job := jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded"))
+		job := guardedApply(failed("BackoffLimitExceeded"))
 		job.Annotations[infrav1.DriftRemediationAnnotation] = "true"
 		c := Classify(job, podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorBlocked, ""), 1))
 		rec := Record(job, &c)
@@ -313,8 +344,14 @@ func TestRecord(t *testing.T) {
 	})
 	t.Run("the bookkeeping marks round-trip through Record", func(t *testing.T) {
 		for _, kind := range []infrav1.RunErrorKind{infrav1.RunErrorInterrupted, infrav1.RunErrorBlocked, infrav1.RunErrorPlanChanged} {
-			job := jobWith(infrav1.OperationApply, failed("BackoffLimitExceeded"))
+			job := guardedApply(failed("BackoffLimitExceeded"))
+			if kind == infrav1.RunErrorPlanChanged {
+				job = approvedApply(failed("BackoffLimitExceeded"))
+			}
 			c := Classify(job, podWith(docWithError(t, infrav1.OperationApply, kind, ""), 1))
+			if c.Outcome == OutcomeFailed {
+				t.Fatalf("%s: %s", kind, c.Detail)
+			}
 			before := Record(job, &c)
 			for k, v := range c.Marks() {
 				job.Annotations[k] = v

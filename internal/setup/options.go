@@ -111,8 +111,9 @@ type Options struct {
 	TLSCurvePreferences []int32
 
 	// AllowPrivateRegistries lets TerraformMachineTemplate image inspection
-	// reach registries on loopback, private and link-local addresses
-	// (refused by default: the image is chosen by whoever creates the
+	// reach registries on addresses that are not public (loopback,
+	// private, shared, link-local and the other special-purpose blocks;
+	// refused by default: the image is chosen by whoever creates the
 	// template).
 	AllowPrivateRegistries bool
 
@@ -217,7 +218,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", o.ProfilerAddress, "address of an unauthenticated pprof server (default off)")
 	fs.BoolVar(&o.AllowPrivateRegistries, "allow-private-registries", o.AllowPrivateRegistries,
-		"let TerraformMachineTemplate image inspection reach registries on loopback, private and link-local addresses")
+		"let TerraformMachineTemplate image inspection reach registries on addresses that are not public (loopback, private, shared, link-local and the other special-purpose blocks)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file, out of cluster only (also $KUBECONFIG)")
 }
 

@@ -186,6 +186,73 @@ func TestRetriesAndBackoff(t *testing.T) {
 		}
 	})
 
+	// A module that writes its own result saying blocked, to dodge the
+	// backoff of a failing apply: a TerraformMachine apply has no
+	// destructive-plan guard, so the result is a failure that backs off
+	// like any other (Plan Approval, "What is not guarded").
+	t.Run("forged_blocked_result_of_a_machine_apply_backs_off", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedCluster("prod")
+		mw := e.newMachine(w, "prod-md-0", nil)
+		e.mustPass(mw.TM)
+		e.mustPass(mw.TM)
+		a1 := e.wantJob(mw.TM, infrav1.OperationApply)
+		m := e.mark(mw.TM)
+		e.finishJob(a1, failed, doc(infrav1.OperationApply, blocked))
+		e.advance(10 * time.Second)
+		res := e.mustPass(mw.TM)
+		e.wantNoJob(mw.TM)
+		if want := time.Minute - 10*time.Second; res.RequeueAfter != want {
+			t.Fatalf("after the forged blocked result the requeue is %v, want the 1m backoff's %v", res.RequeueAfter, want)
+		}
+		c := e.wantCondition(mw.TM, infrav1.ApplyJobSucceededCondition, metav1.ConditionFalse, infrav1.ApplyFailedReason)
+		if !strings.Contains(c.Message, "not a result the apply Job of a TerraformMachine can report") {
+			t.Fatalf("ApplyFailed message %q", c.Message)
+		}
+		e.wantEvent(mw.TM, m, corev1.EventTypeWarning, infrav1.JobFailedEvent)
+		e.wantNoEvent(mw.TM, m, infrav1.DestructivePlanBlockedEvent)
+		if lr := status(mw.TM).LastRun; lr == nil || lr.Error == nil || lr.Error.Kind != infrav1.RunErrorStep {
+			t.Fatalf("status.lastRun %+v", lr)
+		}
+		e.refresh(a1)
+		if a1.Annotations[infrav1.DestructivePlanBlockedAnnotation] != "" {
+			t.Fatalf("the forged Job is marked blocked: %v", a1.Annotations)
+		}
+		// The backoff grows with each forged result: 1m, then 2m.
+		e.advance(time.Minute - 10*time.Second)
+		e.mustPass(mw.TM)
+		a2 := e.wantJob(mw.TM, infrav1.OperationApply)
+		e.failAndWait(mw.TM, a2, failed, infrav1.OperationApply, 2*time.Minute)
+	})
+
+	// The same for plan-changed from a TerraformCluster apply that was not
+	// given an approved plan (applyPolicy Automatic).
+	t.Run("forged_plan_changed_result_of_an_unapproved_apply_backs_off", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.newCluster("prod", nil)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		forged := doc(infrav1.OperationApply, blocked)
+		forged.Error.Kind = infrav1.RunErrorPlanChanged
+		m := e.mark(w.TC)
+		e.finishJob(a1, failed, forged)
+		e.advance(10 * time.Second)
+		res := e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+		if want := time.Minute - 10*time.Second; res.RequeueAfter != want {
+			t.Fatalf("after the forged plan-changed result the requeue is %v, want the 1m backoff's %v", res.RequeueAfter, want)
+		}
+		e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionFalse, infrav1.ApplyFailedReason)
+		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.JobFailedEvent)
+		e.wantNoEvent(w.TC, m, infrav1.PlanChangedEvent)
+		if w.TC.Status.Plan != nil {
+			t.Fatalf("the forged plan awaits approval: %+v", w.TC.Status.Plan)
+		}
+	})
+
 	t.Run("approved_destructive_apply_consumes_the_approval", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

@@ -47,7 +47,8 @@ type Options struct {
 	// WatchFilter, when set, restricts reconciles to templates labeled
 	// cluster.x-k8s.io/watch-filter=<value>.
 	WatchFilter string
-	// Concurrency is the number of workers (default 1).
+	// Concurrency is the number of workers (default 1). At most
+	// MaxConcurrentInspections of them read from registries at once.
 	Concurrency int
 	// Live reads image pull Secrets (default mgr.GetAPIReader()).
 	Live client.Reader
@@ -55,8 +56,8 @@ type Options struct {
 	Recorder events.EventRecorder
 	// InsecureRegistries reaches every registry over plain HTTP (tests).
 	InsecureRegistries bool
-	// AllowPrivateRegistries lets inspection reach registries on loopback,
-	// private and link-local addresses (--allow-private-registries).
+	// AllowPrivateRegistries lets inspection reach registries on addresses
+	// that are not public (--allow-private-registries).
 	AllowPrivateRegistries bool
 	// Platform picks the image of a multi-platform index (default linux and
 	// the manager's architecture).
@@ -107,6 +108,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if r.Timeout <= 0 {
 		r.Timeout = DefaultTimeout
 	}
+	r.Inspector.Timeout = r.Timeout
 	if r.RetryInterval <= 0 {
 		r.RetryInterval = DefaultRetryInterval
 	}
@@ -172,15 +174,17 @@ func upToDate(t *infrav1.TerraformMachineTemplate, prev *metav1.Condition, image
 		t.Status.CapacitySource != nil && t.Status.CapacitySource.Image == image
 }
 
-// resolve reads the image's labels and interprets them.
+// resolve reads the image's labels and interprets them. The pull Secrets
+// are read within r.Timeout; the registry reads get their own r.Timeout
+// once the inspector has a slot for them (Inspector.Timeout).
 func (r *Reconciler) resolve(ctx context.Context, t *infrav1.TerraformMachineTemplate, image string) (Resolution, *InspectError) {
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
 	var pullSecrets []corev1.LocalObjectReference
 	if j := t.Spec.Template.Spec.Jobs; j != nil {
 		pullSecrets = j.ImagePullSecrets
 	}
-	kc, err := PullSecretKeychain(ctx, r.Live, t.Namespace, pullSecrets)
+	secretsCtx, cancel := context.WithTimeout(ctx, r.Timeout)
+	kc, err := PullSecretKeychain(secretsCtx, r.Live, t.Namespace, pullSecrets)
+	cancel()
 	if err != nil {
 		return Resolution{}, asInspectError(err)
 	}

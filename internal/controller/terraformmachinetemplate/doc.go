@@ -16,4 +16,10 @@
 // nodeInfo changes and an ImageInspectFailed event when inspection starts
 // failing. Registry errors never carry a credential into a condition,
 // event or log: only the image reference and the registry's own message.
+//
+// What a template's image makes the manager do is bounded: a manifest,
+// config or any other registry response is read up to 4 MiB
+// (MaxManifestBytes, MaxConfigBytes), at most MaxConcurrentInspections
+// inspections read at once, and without --allow-private-registries no
+// registry on an address that is not public (specialRanges) is reached.
 package terraformmachinetemplate

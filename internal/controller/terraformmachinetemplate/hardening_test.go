@@ -36,7 +36,7 @@ func TestCheckRegistryHost(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal naming the flag", host, err)
 		}
 	}
-	for _, host := range []string{"ghcr.io", "registry.example:5000", "8.8.8.8", "[2001:db8::1]:443", "index.docker.io"} {
+	for _, host := range []string{"ghcr.io", "registry.example:5000", "8.8.8.8", "[2606:4700:4700::1111]:443", "index.docker.io"} {
 		if err := CheckRegistryHost(host); err != nil {
 			t.Errorf("%s refused: %v", host, err)
 		}
@@ -107,7 +107,7 @@ func TestPublicOnlyTransportRefusesAResolvedLoopbackAddress(t *testing.T) {
 	reg := startCountingRegistry(t, nil)
 	port := reg.host[strings.LastIndex(reg.host, ":"):]
 	req, _ := http.NewRequest(http.MethodGet, "http://localhost"+port+"/v2/", nil)
-	resp, err := publicOnlyTransport().RoundTrip(req)
+	resp, err := publicOnlyTransport(nil, nil).RoundTrip(req)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("the transport connected to a loopback address")

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,18 +46,40 @@ func (e *InspectError) Unwrap() error { return e.Err }
 // (and the blob read stops at its declared size).
 const MaxConfigBytes = 4 << 20
 
+// MaxManifestBytes is the largest manifest or index an inspection reads:
+// the size the OCI distribution specification asks every registry to
+// accept, far above a module image's few kilobytes (a multi-platform index
+// with attestations is under 10 KiB). A response that declares more is
+// refused unread, and one that does not declare its length is read no
+// further than the cap. Every other response of an inspection (a token, an
+// error, a redirect's target) is held to the same cap.
+const MaxManifestBytes = 4 << 20
+
+// MaxConcurrentInspections is how many inspections read from registries at
+// once, whatever --terraformmachinetemplate-concurrency says; a reconcile
+// beyond it waits for a slot before its timeout starts. One inspection
+// holds at most an index and an image manifest (MaxManifestBytes each) and
+// a config blob (MaxConfigBytes), 12 MiB, about twice that while they are
+// read into growing buffers and decoded: some 25 MiB, so 4 at once stay
+// near 100 MiB, a fifth of the manager's 512 Mi memory limit, beside the
+// informer caches that need the rest. Inspections are rare (once per
+// template image), so 4 do not queue in practice.
+const MaxConcurrentInspections = 4
+
 // Inspector reads image config labels from a registry.
 type Inspector struct {
 	// Insecure reaches every registry over plain HTTP. Loopback and
 	// private registries are tried over plain HTTP anyway.
 	Insecure bool
-	// AllowPrivate lets an inspection reach registries on loopback,
-	// private (RFC 1918, RFC 4193), link-local and unspecified addresses.
-	// Off, such a registry host is refused, whether the reference names
-	// the address or a name that resolves to it (checked at connect time,
-	// redirects included): a template's image is chosen by whoever may
-	// create the template, and the manager must not become their probe of
-	// the cluster's internal network.
+	// AllowPrivate lets an inspection reach registries on addresses that
+	// are not public: those of the special-purpose blocks that are not
+	// globally reachable (specialRanges: loopback, private, shared,
+	// link-local, unspecified, documentation and the rest). Off, such a
+	// registry host is refused, whether the reference names the address
+	// or a name that resolves to it (checked at connect time, redirects
+	// included): a template's image is chosen by whoever may create the
+	// template, and the manager must not become their probe of the
+	// cluster's internal network.
 	AllowPrivate bool
 	// Platform picks the image of a multi-platform index.
 	Platform v1.Platform
@@ -63,6 +87,32 @@ type Inspector struct {
 	Transport http.RoundTripper
 	// UserAgent names CAPTF to the registry.
 	UserAgent string
+	// Timeout, when positive, bounds one inspection from the moment it
+	// has a slot (MaxConcurrentInspections).
+	Timeout time.Duration
+
+	// resolver, when set, resolves registry names for the public-only
+	// transport, and afterCheck, when set, runs after its address check
+	// passed, just before connecting (tests: it refuses every connection,
+	// so that nothing leaves the machine even when the check lets an
+	// address through).
+	resolver   *net.Resolver
+	afterCheck func(network, address string, c syscall.RawConn) error
+
+	slotsOnce sync.Once
+	slots     chan struct{}
+}
+
+// acquire waits for one of the MaxConcurrentInspections slots; release
+// gives it back.
+func (in *Inspector) acquire(ctx context.Context) (release func(), err error) {
+	in.slotsOnce.Do(func() { in.slots = make(chan struct{}, MaxConcurrentInspections) })
+	select {
+	case in.slots <- struct{}{}:
+		return func() { <-in.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Labels returns the config labels of image, authenticating with kc.
@@ -80,6 +130,16 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 			return nil, &InspectError{Reason: metrics.InspectReference, Err: fmt.Errorf("image %s: %w", image, err)}
 		}
 	}
+	release, err := in.acquire(ctx)
+	if err != nil {
+		return nil, &InspectError{Reason: metrics.InspectRegistry, Err: fmt.Errorf("image %s: waiting for an inspection slot: %w", image, err)}
+	}
+	defer release()
+	if in.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, in.Timeout)
+		defer cancel()
+	}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
@@ -88,12 +148,16 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 	if in.UserAgent != "" {
 		ropts = append(ropts, remote.WithUserAgent(in.UserAgent))
 	}
+	var base http.RoundTripper
 	switch {
 	case in.Transport != nil:
-		ropts = append(ropts, remote.WithTransport(in.Transport))
+		base = in.Transport
 	case !in.AllowPrivate:
-		ropts = append(ropts, remote.WithTransport(publicOnlyTransport()))
+		base = publicOnlyTransport(in.resolver, in.afterCheck)
+	default:
+		base = remote.DefaultTransport
 	}
+	ropts = append(ropts, remote.WithTransport(&cappedTransport{next: base}))
 	img, err := remote.Image(ref, ropts...)
 	if err != nil {
 		return nil, classify(image, err)
@@ -114,11 +178,19 @@ func (in *Inspector) Labels(ctx context.Context, image string, kc authn.Keychain
 }
 
 // errPrivateRegistry explains a refused registry host.
-var errPrivateRegistry = errors.New("is a loopback, private or link-local address; the manager's --allow-private-registries lets template image inspection reach it")
+var errPrivateRegistry = errors.New("not a public address; the manager's --allow-private-registries lets template image inspection reach it")
+
+// privateRegistryError names the refused address and the special-purpose
+// block that holds it.
+func privateRegistryError(what string, host string, why string) error {
+	return fmt.Errorf("%s %s is %s: %w", what, host, why, errPrivateRegistry)
+}
 
 // CheckRegistryHost refuses a registry host (host or host:port) that is
-// localhost or a loopback, private, link-local or unspecified IP address.
-// A name that resolves to such an address is refused when connecting
+// localhost or an IP address in a special-purpose block that is not
+// globally reachable (specialRanges: loopback, private, shared, link-local,
+// documentation, NAT64 and 6to4 forms of those, and the rest). A name that
+// resolves to such an address is refused when connecting
 // (publicOnlyTransport).
 func CheckRegistryHost(registry string) error {
 	host := registry
@@ -127,26 +199,21 @@ func CheckRegistryHost(registry string) error {
 	}
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return fmt.Errorf("registry host %s %w", host, errPrivateRegistry)
+		return privateRegistryError("registry host", host, "localhost")
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && !publicAddr(ip) {
-		return fmt.Errorf("registry host %s %w", host, errPrivateRegistry)
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := nonPublic(ip); why != "" {
+			return privateRegistryError("registry host", host, why)
+		}
 	}
 	return nil
 }
 
-// publicAddr is false for the addresses an inspection may not reach
-// without --allow-private-registries.
-func publicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast())
-}
-
 // publicOnlyTransport is the default transport with a dialer that refuses
 // to connect to a non-public address, whatever name led to it (a DNS
-// answer or a registry's redirect).
-func publicOnlyTransport() http.RoundTripper {
+// answer or a registry's redirect). resolver, when set, resolves names;
+// afterCheck, when set, runs once an address passed the check.
+func publicOnlyTransport(resolver *net.Resolver, afterCheck func(network, address string, c syscall.RawConn) error) http.RoundTripper {
 	base, ok := remote.DefaultTransport.(*http.Transport)
 	if !ok {
 		base = http.DefaultTransport.(*http.Transport)
@@ -155,20 +222,18 @@ func publicOnlyTransport() http.RoundTripper {
 	d := &net.Dialer{
 		Timeout:   30 * time.Second,
 		KeepAlive: 30 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
+		Resolver:  resolver,
+		// Control runs once the name is resolved, before the connection
+		// is made: nothing is sent to a refused address.
+		Control: refuseNonPublic,
+	}
+	if afterCheck != nil {
+		d.Control = func(network, address string, c syscall.RawConn) error {
+			if err := refuseNonPublic(network, address, c); err != nil {
 				return err
 			}
-			ip, err := netip.ParseAddr(host)
-			if err != nil {
-				return fmt.Errorf("registry address %s: %w", host, err)
-			}
-			if !publicAddr(ip) {
-				return fmt.Errorf("registry address %s %w", ip, errPrivateRegistry)
-			}
-			return nil
-		},
+			return afterCheck(network, address, c)
+		}
 	}
 	// A proxy from the environment is dialled instead of the registry: one
 	// on a private address needs --allow-private-registries too.
@@ -176,12 +241,105 @@ func publicOnlyTransport() http.RoundTripper {
 	return t
 }
 
+// refuseNonPublic is the dialer's check of the address it is about to
+// connect to.
+func refuseNonPublic(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("registry address %s: %w", host, err)
+	}
+	if why := nonPublic(ip); why != "" {
+		return privateRegistryError("registry address", ip.String(), why)
+	}
+	return nil
+}
+
+// cappedTransport holds every GET response of an inspection to
+// MaxManifestBytes (the library would read a manifest of up to 100 MiB):
+// a response that declares a larger body is refused before its body is
+// read, and any other body fails once it passes the cap, never having
+// read more than one byte past it.
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t *cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet {
+		return resp, err
+	}
+	what := responseKind(req.URL.Path)
+	if resp.ContentLength > MaxManifestBytes {
+		_ = resp.Body.Close()
+		return nil, &tooLargeError{what: what, size: resp.ContentLength}
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: MaxManifestBytes, what: what}
+	return resp, nil
+}
+
+// responseKind names what a registry path holds, for the error.
+func responseKind(path string) string {
+	switch {
+	case strings.Contains(path, "/manifests/"):
+		return "manifest"
+	case strings.Contains(path, "/blobs/"):
+		return "blob"
+	}
+	return "response"
+}
+
+// tooLargeError is a registry response over MaxManifestBytes; size is what
+// it declared, -1 when it declared nothing and sent more than the cap.
+type tooLargeError struct {
+	what string
+	size int64
+}
+
+func (e *tooLargeError) Error() string {
+	if e.size >= 0 {
+		return fmt.Sprintf("the registry declares a %s of %d bytes, more than the %d bytes CAPTF reads; it was not read", e.what, e.size, int64(MaxManifestBytes))
+	}
+	return fmt.Sprintf("the registry sent a %s of more than %d bytes, the most CAPTF reads; reading stopped there", e.what, int64(MaxManifestBytes))
+}
+
+// cappedBody fails a body once it passes its cap.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+	what string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, &tooLargeError{what: b.what, size: -1}
+	}
+	// One byte past the cap tells a body of exactly the cap from a longer
+	// one.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, &tooLargeError{what: b.what, size: -1}
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
 // classify maps a registry failure onto a bounded reason. A registry's
 // response body never reaches the message (it ends up in a condition and
 // an event): an HTTP failure is described by its status code and the
 // registry's error codes only.
 func classify(image string, err error) *InspectError {
 	wrapped := fmt.Errorf("failed to read the config of image %s: %w", image, err)
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		return &InspectError{Reason: metrics.InspectRegistry, Err: fmt.Errorf("image %s: %w", image, tl)}
+	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		wrapped = fmt.Errorf("failed to read the config of image %s: %w", image, withoutBody(te))
