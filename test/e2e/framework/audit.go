@@ -87,11 +87,18 @@ func (r Request) Permission() Permission {
 func (r Request) Denied() bool { return r.Decision == "forbid" }
 
 func (r Request) String() string {
-	where := r.Namespace
-	if r.Name != "" {
-		where += "/" + r.Name
+	s := r.Permission().String()
+	switch {
+	case r.Namespace != "" && r.Name != "":
+		s += " " + r.Namespace + "/" + r.Name
+	case r.Namespace != "" || r.Name != "":
+		s += " " + r.Namespace + r.Name
 	}
-	return fmt.Sprintf("%s %s (%s): %d %s", r.Permission(), where, r.User, r.Code, r.Reason)
+	s += fmt.Sprintf(" (%s): %d", r.User, r.Code)
+	if r.Reason != "" {
+		s += " " + r.Reason
+	}
+	return s
 }
 
 // Requests reads the log: every resource request (discovery and other
