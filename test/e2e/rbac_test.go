@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,14 +104,25 @@ func checkManagerRBAC(ctx context.Context, t *testing.T) {
 		t.Fatalf("the audit log %s holds no request of %s", shared.audit.Log, framework.ManagerUser)
 	}
 	t.Logf("%d requests of %s, by permission:\n%s", len(used), framework.ManagerUser, framework.Summary(used))
+	// One line per refused permission: its first request and how many.
 	var denied []string
+	first, n := map[framework.Permission]int{}, map[framework.Permission]int{}
 	for _, r := range used {
-		if r.Denied() {
+		if !r.Denied() {
+			continue
+		}
+		p := r.Permission()
+		if n[p] == 0 {
+			first[p] = len(denied)
 			denied = append(denied, r.String())
 		}
+		n[p]++
+	}
+	for p, i := range first {
+		denied[i] += fmt.Sprintf(" (%d such requests)", n[p])
 	}
 	if len(denied) > 0 {
-		t.Errorf("the authorizer refused %d requests of the manager, whose ClusterRole misses what they need:\n%s", len(denied), strings.Join(denied, "\n"))
+		t.Errorf("the authorizer refused the manager %d permissions its ClusterRole misses:\n%s", len(denied), strings.Join(denied, "\n"))
 	}
 	unused, unknown, usedAnyway := framework.Unused(role.Rules, used, managerRBACExceptions)
 	for _, p := range unused {
