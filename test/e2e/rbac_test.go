@@ -51,7 +51,10 @@ var managerRBACExceptions = map[framework.Permission]string{
 	{Resource: "secrets", Verb: "list"}:                                                       informerList,
 	{Resource: "configmaps", Verb: "list"}:                                                    informerList + " (the variables cache)",
 
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "get"}:          cachedGet,
+	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "get"}: cachedGet,
+	// Sent in some runs and not in others, as the passes race Cluster
+	// API's writes.
+	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachines", Verb: "get"}:          cachedGet,
 	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinepools", Verb: "get"}:      cachedGet,
 	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusteridentities", Verb: "get"}: cachedGet,
 	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinetemplates", Verb: "get"}:  cachedGet,
