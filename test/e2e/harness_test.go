@@ -66,8 +66,11 @@ var shared struct {
 	// writes counts the shared manager's API writes, passes its passes.
 	writes *framework.Writes
 	passes *framework.Passes
-	stop   context.CancelFunc
-	done   chan error
+	// audit records what the shared manager, which runs as its own
+	// ServiceAccount with the shipped RBAC, asks the API server.
+	audit *framework.Audit
+	stop  context.CancelFunc
+	done  chan error
 }
 
 // restartNamespace is left to TestManagerRestartMidBringUp's managers.
@@ -146,6 +149,9 @@ func startShared() error {
 	if err != nil {
 		return err
 	}
+	if shared.audit, err = framework.NewAudit(filepath.Join(shared.dir, "audit"), framework.ManagerUser); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The registry, Cluster API and the kubelet run in a child process
@@ -155,6 +161,7 @@ func startShared() error {
 	e, err := env.Start(ctx, env.Options{
 		CAPI: true, Kubelet: true, Registry: true, Separate: true, EnvBinary: envBin, Logger: logger,
 		CRDPaths: []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
+		APIServerArgs: shared.audit.APIServerArgs(),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to start the local environment: %w", err)
@@ -166,6 +173,14 @@ func startShared() error {
 	if err := framework.RunnerClusterRole(ctx, r, e.Client); err != nil {
 		return err
 	}
+	// The shared manager is not the admin: it runs as its ServiceAccount
+	// bound to config/rbac's roles only, so a right they miss fails the
+	// scenarios, and TestMachinePoolAndDeletion checks they hold none it
+	// does not use (rbac_test.go).
+	asManager, err := framework.ManagerIdentity(ctx, r, e)
+	if err != nil {
+		return err
+	}
 	if shared.c, err = client.New(e.Config, client.Options{Scheme: scheme()}); err != nil {
 		return err
 	}
@@ -175,7 +190,9 @@ func startShared() error {
 	o.ExcludeNamespaces = excludedNamespaces()
 	mctx, stop := context.WithCancel(context.Background())
 	shared.stop, shared.done = stop, make(chan error, 1)
-	go func() { shared.done <- framework.RunCountedManager(mctx, e, o, shared.writes) }()
+	go func() {
+		shared.done <- framework.RunObservedManager(mctx, e, o, framework.Observe{Writes: shared.writes, Config: asManager})
+	}()
 	// Every scenario's writes go through CAPTF's admission webhooks.
 	return framework.WaitForWebhooks(ctx, shared.c, 2*time.Minute)
 }

@@ -35,7 +35,10 @@ import (
 // "Clean up") removes them; the test checks that machines and pools are
 // destroyed before the cluster and that every state Secret, lock Lease,
 // durable inputs Secret, run lease and credential mirror is gone with every
-// finalizer.
+// finalizer. Last, its subtest ManagerRBACIsWhatItUses checks that the
+// shared manager, which runs as its ServiceAccount with the shipped RBAC,
+// was refused nothing and used every right its ClusterRole grants but the
+// excepted ones (rbac_test.go).
 func TestMachinePoolAndDeletion(t *testing.T) {
 	t.Parallel()
 	const ns = "team-pool"
@@ -276,4 +279,7 @@ func TestMachinePoolAndDeletion(t *testing.T) {
 			t.Errorf("Lease %s is left behind", l.Name)
 		}
 	}
+	// The bring-up and clean-up above are the manager's whole life cycle:
+	// it must have used every right its ClusterRole grants.
+	t.Run("ManagerRBACIsWhatItUses", func(t *testing.T) { checkManagerRBAC(ctx, t) })
 }

@@ -86,6 +86,11 @@ type Options struct {
 	// nil.
 	Kubeconfig string
 
+	// APIServerArgs are extra kube-apiserver flags (--name=value), e.g.
+	// an audit policy and log. Ignored with Kubeconfig, whose control
+	// plane is already running.
+	APIServerArgs []string
+
 	// CRDPaths are extra CRD files or folders to install (e.g. CAPTF's
 	// config/crd/bases), before Manager starts.
 	CRDPaths []string
@@ -218,6 +223,7 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 			cpOpts.APIServerArgs = []string{"--enable-aggregator-routing=true"}
 			cpOpts.Controllers = append(slices.Clone(controlplane.DefaultControllers), PodNetworkControllers...)
 		}
+		cpOpts.APIServerArgs = append(cpOpts.APIServerArgs, opts.APIServerArgs...)
 		if e.ControlPlane, err = controlplane.Start(ctx, cpOpts); err != nil {
 			return e, err
 		}

@@ -321,6 +321,9 @@ type Observe struct {
 	Writes *Writes
 	// Wrap, when set, wraps the manager's transport (see LaggingWatch).
 	Wrap func(http.RoundTripper) http.RoundTripper
+	// Config, when set, is whom the manager authenticates as (see
+	// ManagerIdentity); default the environment's admin.
+	Config *rest.Config
 }
 
 // RunObservedManager runs the manager like RunManager, its API connection
@@ -335,6 +338,9 @@ type Observe struct {
 // manager of an environment serves the webhooks: others set WebhookPort 0.
 func RunObservedManager(ctx context.Context, e *env.Env, o setup.Options, obs Observe) error {
 	cfg := rest.CopyConfig(e.Config)
+	if obs.Config != nil {
+		cfg = rest.CopyConfig(obs.Config)
+	}
 	if obs.Wrap != nil {
 		cfg.Wrap(obs.Wrap)
 	}
