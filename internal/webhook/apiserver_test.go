@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
@@ -348,15 +349,16 @@ func TestIdentitySubjectAccessReview(t *testing.T) {
 	})
 }
 
-// TestIdentityDeleteGuard: an identity in use cannot be deleted; once
-// unused (and mirrored nowhere) it can.
+// TestIdentityDeleteGuard: an identity in use in a namespace it allows
+// cannot be deleted; once unused (and mirrored nowhere) it can.
 func TestIdentityDeleteGuard(t *testing.T) {
 	c := adminClient(t)
 	ctx := context.Background()
 	mustCreate(t, c, ns("guard-tenant"), ns("guard-creds"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "guard-creds"}, Data: map[string][]byte{"K": []byte("v")}},
 		&infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: infrav1.TerraformClusterIdentitySpec{
-			SecretRef: infrav1.SecretReference{Namespace: "guard-creds", Name: "creds"}}},
+			SecretRef:         infrav1.SecretReference{Namespace: "guard-creds", Name: "creds"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{"guard-tenant"}}}},
 	)
 	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: "guard-tenant"},
 		Spec: infrav1.TerraformClusterSpec{IdentityRef: &infrav1.IdentityReference{Name: "guarded"}, WorkspaceSpec: infrav1.WorkspaceSpec{Source: image("c")}}}
@@ -587,5 +589,125 @@ func TestIdentityWideningNeedsSecretAccess(t *testing.T) {
 		o, before := id(), stored(t)
 		err := update(carol, o, func() { o.Spec.AllowedNamespaces.List = append(o.Spec.AllowedNamespaces.List, "widen-b") })
 		refusedWidening(t, err, "spec.allowedNamespaces.list", "adds namespace(s) widen-b", before)
+	})
+}
+
+// TestIdentityDeleteGuardIgnoresOtherTenants: the delete guard and
+// status.namespaces count only objects in namespaces the identity allows
+// and mirrors CAPTF made (Identities and Credentials, "Delete an
+// identity"). mallory, a tenant of a namespace the identity does not
+// allow, creates a TerraformCluster naming it and a perfect look-alike of
+// its mirror owned by that cluster, and a look-alike owned by nothing in a
+// namespace it does allow: neither holds the identity back nor shows in
+// its status, while the real user and the mirror CAPTF makes for it do.
+func TestIdentityDeleteGuardIgnoresOtherTenants(t *testing.T) {
+	admin := adminClient(t)
+	ctx := context.Background()
+	const (
+		idName  = "lookalike"
+		creds   = "lookalike-creds"
+		home    = "lookalike-home"   // allowed, the real user's
+		spare   = "lookalike-spare"  // allowed, unused
+		outside = "lookalike-tenant" // mallory's, not allowed
+	)
+	mustCreate(t, admin, ns(creds), ns(home), ns(spare), ns(outside),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Namespace: creds}, Data: map[string][]byte{"KEY": []byte("v")}},
+		&infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}, Spec: infrav1.TerraformClusterIdentitySpec{
+			SecretRef:         infrav1.SecretReference{Namespace: creds, Name: "cloud"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{home, spare}},
+		}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lookalike-tenant"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create"}},
+			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusters"}, Verbs: []string{"get", "create"}},
+		}},
+	)
+	for _, namespace := range []string{outside, spare} {
+		mustCreate(t, admin, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory", Namespace: namespace},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lookalike-tenant"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}})
+		grantedEventually(t, admin, "mallory", authorizationv1.ResourceAttributes{Namespace: namespace, Version: "v1", Resource: "secrets", Verb: "create"})
+	}
+	grantedEventually(t, admin, "mallory", authorizationv1.ResourceAttributes{Namespace: outside, Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "create"})
+	mallory := as(t, "mallory")
+	cluster := func(namespace, name string) *infrav1.TerraformCluster {
+		return &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: infrav1.TerraformClusterSpec{IdentityRef: &infrav1.IdentityReference{Name: idName}, WorkspaceSpec: infrav1.WorkspaceSpec{Source: image("c")}}}
+	}
+	lookAlike := func(namespace string, owners ...metav1.OwnerReference) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: identity.MirrorName(idName), Namespace: namespace,
+			Labels:          identity.MirrorLabels(),
+			Annotations:     map[string]string{infrav1.IdentityAnnotation: idName, infrav1.SourceHashAnnotation: identity.SourceHash(nil)},
+			OwnerReferences: owners,
+		}}
+	}
+	squatter := cluster(outside, "squatter")
+	mustCreate(t, mallory, squatter)
+	mustCreate(t, mallory,
+		lookAlike(outside, metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: squatter.Name, UID: squatter.UID}),
+		lookAlike(spare))
+
+	// The real user, and its mirror as CAPTF's credentials step makes it
+	// (the cluster has no Cluster API owner, so the manager runs nothing
+	// for it).
+	real := cluster(home, "real")
+	mustCreate(t, admin, real)
+	access, err := identity.CheckAccess(ctx, admin, admin, real, nil)
+	if err != nil || !access.Allowed() {
+		t.Fatalf("access %v, %v", access, err)
+	}
+	if m, err := identity.SyncMirror(ctx, admin, admin, access, real, nil); err != nil || !m.Ready() {
+		t.Fatalf("mirror %+v, %v", m.Condition, err)
+	}
+	id := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}}
+	statusNamespaces := func() []string {
+		got := &infrav1.TerraformClusterIdentity{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(id), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Namespaces
+	}
+
+	t.Run("status.namespaces lists the real mirror's namespace only", func(t *testing.T) {
+		envtest.Eventually(t, 60*time.Second, "status.namespaces to be ["+home+"]", func() (bool, string) {
+			got := statusNamespaces()
+			return fmt.Sprint(got) == "["+home+"]", fmt.Sprint(got)
+		})
+	})
+	t.Run("the real user holds the identity; the squatter is not named", func(t *testing.T) {
+		err := admin.Delete(ctx, id.DeepCopy(), client.DryRunAll)
+		refused(t, err, "TerraformCluster "+home+"/real")
+		if strings.Contains(err.Error(), "more") || strings.Contains(err.Error(), outside) {
+			t.Fatalf("the refusal counts the other tenant: %v", err)
+		}
+	})
+	t.Run("with the real user gone, the squatter and the look-alikes hold nothing", func(t *testing.T) {
+		if err := admin.Delete(ctx, real); err != nil {
+			t.Fatal(err)
+		}
+		envtest.Eventually(t, 60*time.Second, "the real user to be gone", func() (bool, string) {
+			err := admin.Get(ctx, client.ObjectKeyFromObject(real), &infrav1.TerraformCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		// Deleting the mirror releases the namespace (Identities and
+		// Credentials), whether or not the deletion cleanup did already.
+		mirror := lookAlike(home)
+		if err := admin.Delete(ctx, mirror); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		envtest.Eventually(t, 60*time.Second, "status.namespaces to empty and the identity to be deletable", func() (bool, string) {
+			if got := statusNamespaces(); len(got) > 0 {
+				return false, "status.namespaces " + fmt.Sprint(got)
+			}
+			err := admin.Delete(ctx, id.DeepCopy(), client.DryRunAll)
+			return err == nil, fmt.Sprint(err)
+		})
+		for _, o := range []client.Object{squatter.DeepCopy(), lookAlike(outside), lookAlike(spare)} {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				t.Fatalf("%T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		if err := admin.Delete(ctx, id.DeepCopy()); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
 	})
 }

@@ -199,25 +199,20 @@ func (i *Identity) mayGetSecret(ctx context.Context, obj *infrav1.TerraformClust
 	return apierrors.NewInvalid(groupKind("TerraformClusterIdentity"), obj.Name, errs)
 }
 
-// ValidateDelete refuses deleting an identity while an object in any
-// namespace resolves to it (one being deleted counts: its destroy needs the
-// credentials) or status.namespaces lists a namespace still holding its
-// mirror.
+// ValidateDelete refuses deleting an identity while, in a namespace it
+// allows, an object resolves to it (one being deleted counts: its destroy
+// needs the credentials) or a mirror of it CAPTF made remains
+// (identity.UsageOf, read live rather than from a status.namespaces that
+// may lag). Objects in namespaces it does not allow, and Secrets that only
+// look like its mirror, hold nothing back: otherwise any tenant could
+// keep any identity.
 func (i *Identity) ValidateDelete(ctx context.Context, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
-	w, err := identity.ListWorkloads(ctx, i.Reader, "")
+	u, err := identity.UsageOf(ctx, i.Reader, obj)
 	if err != nil {
 		return nil, err
 	}
-	if users := w.UsersOf(obj.Name); len(users) > 0 {
-		more := ""
-		if len(users) > 1 {
-			more = fmt.Sprintf(" (and %d more)", len(users)-1)
-		}
-		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf("TerraformClusterIdentity %s is in use by %s%s", obj.Name, users[0], more))
-	}
-	if ns := obj.Status.Namespaces; len(ns) > 0 {
-		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf(
-			"TerraformClusterIdentity %s is still mirrored into namespaces %s (status.namespaces)", obj.Name, strings.Join(ns, ", ")))
+	if u.InUse() {
+		return nil, forbidden("terraformclusteridentities", obj.Name, u.Reason(obj.Name))
 	}
 	return nil, nil
 }
