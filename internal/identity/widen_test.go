@@ -48,7 +48,7 @@ func TestAllowedNamespacesWidening(t *testing.T) {
 		{"changing a selector's value widens", bySel(sel(team)), bySel(sel(map[string]string{"team": "b"})), []string{"spec.allowedNamespaces.selector"}},
 		{"dropping a selector requirement widens", bySel(sel(team, in("env", "prod"))), bySel(sel(team)), []string{"spec.allowedNamespaces.selector"}},
 		{"adding a value to an In widens", bySel(sel(nil, in("env", "prod"))), bySel(sel(nil, in("env", "prod", "dev"))), []string{"spec.allowedNamespaces.selector"}},
-		{"narrowing a selector to {} (every namespace) widens", bySel(sel(team)), bySel(sel(nil)), []string{"spec.allowedNamespaces.selector"}},
+		{"replacing a selector by {} (every namespace) widens", bySel(sel(team)), bySel(sel(nil)), []string{"spec.allowedNamespaces.selector"}},
 		{"adding a selector requirement narrows", bySel(sel(team)), bySel(sel(team, in("env", "prod"))), nil},
 		{"reordering In values does not widen", bySel(sel(nil, in("env", "prod", "dev"))), bySel(sel(nil, in("env", "dev", "prod"))), nil},
 		{"the same requirement in another form cannot be proven narrower", bySel(sel(team)), bySel(sel(nil, in("team", "a"))), []string{"spec.allowedNamespaces.selector"}},
