@@ -26,7 +26,11 @@
 //     TerraformCluster, TerraformMachine or TerraformMachinePool;
 //   - a TerraformClusterIdentity's Ready condition and status.namespaces,
 //     and the data its delete guard needs (who resolves to it, which
-//     namespaces hold a mirror of it).
+//     namespaces hold a mirror of it), both counted only in namespaces the
+//     identity allows and, for mirrors, only those CAPTF made;
+//   - which allowedNamespaces changes widen who receives the credentials
+//     (AllowedNamespacesWidening), for the admission check that such a
+//     change needs get on the source Secret.
 //
 // Reconcile runs the whole credentials step for one object and returns its
 // three conditions, the reason that holds its Jobs and the events due;

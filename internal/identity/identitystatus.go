@@ -45,8 +45,9 @@ type IdentityStatus struct {
 
 // ObserveIdentity reads what a TerraformClusterIdentity's status reports:
 // whether its source Secret exists (read live: no cache holds it) and which
-// namespaces hold its mirror (c, the manager's cache of managed Secrets,
-// will do). A transient error is returned and the status left alone.
+// namespaces it allows hold a mirror of it CAPTF made (MirrorNamespaces; c,
+// the manager's client reading managed Secrets and the three kinds from its
+// cache, will do). A transient error is returned and the status left alone.
 func ObserveIdentity(ctx context.Context, c, live client.Reader, id *infrav1.TerraformClusterIdentity) (IdentityStatus, error) {
 	ref := id.Spec.SecretRef
 	found := true
@@ -57,7 +58,7 @@ func ObserveIdentity(ctx context.Context, c, live client.Reader, id *infrav1.Ter
 		}
 		found = false
 	}
-	nss, err := MirrorNamespaces(ctx, c, id.Name)
+	nss, err := MirrorNamespaces(ctx, c, id)
 	if err != nil {
 		return IdentityStatus{}, err
 	}
@@ -94,10 +95,20 @@ func SetIdentityStatus(id *infrav1.TerraformClusterIdentity, s IdentityStatus) [
 	return []Event{warningEvent(infrav1.IdentitySecretNotFoundEvent, next.Message)}
 }
 
-// MirrorNamespaces lists, sorted, the namespaces holding a mirror of
-// identity: Secrets labeled captf.io/mirrored=true whose
-// captf.io/identity names it.
-func MirrorNamespaces(ctx context.Context, c client.Reader, identity string) ([]string, error) {
+// MirrorNamespaces lists, sorted, the namespaces that hold a mirror of id
+// CAPTF made and that id allows: a Secret of the mirror's name carrying
+// CAPTF's mirror labels and id's captf.io/identity (IsCAPTFMirrorOf), owned
+// by a TerraformCluster, TerraformMachine or TerraformMachinePool of its
+// namespace whose UID its owner reference carries (the references
+// ensureMirror writes). A look-alike Secret someone else made, or one in a
+// namespace id does not allow, is not a mirror of it: it neither appears
+// in status.namespaces nor holds back the identity's deletion. c reads
+// Secrets, the three kinds and Namespaces.
+func MirrorNamespaces(ctx context.Context, c client.Reader, id *infrav1.TerraformClusterIdentity) ([]string, error) {
+	return mirrorNamespaces(ctx, c, id, newNamespaceGate(c, id))
+}
+
+func mirrorNamespaces(ctx context.Context, c client.Reader, id *infrav1.TerraformClusterIdentity, gate *namespaceGate) ([]string, error) {
 	list := &corev1.SecretList{}
 	if err := c.List(ctx, list, client.MatchingLabels{infrav1.MirroredLabel: TrueValue}); err != nil {
 		return nil, fmt.Errorf("failed to list credential mirrors: %w", err)
@@ -105,7 +116,21 @@ func MirrorNamespaces(ctx context.Context, c client.Reader, identity string) ([]
 	var out []string
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Name == MirrorName(identity) && IsMirrorOf(s, identity) {
+		if !IsCAPTFMirrorOf(s, id.Name) {
+			continue
+		}
+		allowed, err := gate.allows(ctx, s.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			continue
+		}
+		owned, err := ownedByWorkload(ctx, c, s)
+		if err != nil {
+			return nil, err
+		}
+		if owned {
 			out = append(out, s.Namespace)
 		}
 	}
@@ -113,43 +138,150 @@ func MirrorNamespaces(ctx context.Context, c client.Reader, identity string) ([]
 	return slices.Compact(out), nil
 }
 
+// IsCAPTFMirrorOf reports whether s looks like the credential mirror of
+// identity that ensureMirror writes: the mirror's name, the labels
+// captf.io/managed=true and captf.io/mirrored=true, the annotation
+// captf.io/identity=<identity>, and at least one owner reference to a
+// TerraformCluster, TerraformMachine or TerraformMachinePool with a UID
+// (MirrorOwnerRefs). Whether such an owner exists is for ownedByWorkload
+// to read. Pure.
+func IsCAPTFMirrorOf(s *corev1.Secret, identity string) bool {
+	return s.Name == MirrorName(identity) && IsMirrorOf(s, identity) &&
+		s.Labels[infrav1.ManagedLabel] == TrueValue && len(MirrorOwnerRefs(s)) > 0
+}
+
+// MirrorOwnerRefs are the owner references of s that can be a mirror's:
+// to a TerraformCluster, TerraformMachine or TerraformMachinePool of
+// CAPTF's API group, with a UID. Pure.
+func MirrorOwnerRefs(s *corev1.Secret) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, r := range s.OwnerReferences {
+		if r.UID == "" || refGroupKind(r).Group != infrav1.GroupVersion.Group {
+			continue
+		}
+		switch infrav1.WorkloadKind(r.Kind) {
+		case infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool:
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ownedByWorkload reports whether one of s's MirrorOwnerRefs names an
+// object of its namespace that exists with that UID.
+func ownedByWorkload(ctx context.Context, c client.Reader, s *corev1.Secret) (bool, error) {
+	for _, r := range MirrorOwnerRefs(s) {
+		var obj client.Object
+		switch infrav1.WorkloadKind(r.Kind) {
+		case infrav1.KindTerraformCluster:
+			obj = &infrav1.TerraformCluster{}
+		case infrav1.KindTerraformMachine:
+			obj = &infrav1.TerraformMachine{}
+		default:
+			obj = &infrav1.TerraformMachinePool{}
+		}
+		err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: r.Name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("failed to get %s %s/%s, an owner of Secret %s: %w", r.Kind, s.Namespace, r.Name, s.Name, err)
+		}
+		if obj.GetUID() == r.UID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// namespaceGate answers whether an identity allows namespaces, reading a
+// Namespace only when allowedNamespaces.selector must decide, and each one
+// at most once.
+type namespaceGate struct {
+	r       client.Reader
+	allowed *infrav1.AllowedNamespaces
+	seen    map[string]bool
+}
+
+func newNamespaceGate(r client.Reader, id *infrav1.TerraformClusterIdentity) *namespaceGate {
+	return &namespaceGate{r: r, allowed: id.Spec.AllowedNamespaces, seen: map[string]bool{}}
+}
+
+// allows applies NamespaceAllowed. A Namespace that no longer exists has
+// no labels; a selector that cannot be parsed allows nothing, as it does
+// for IdentityAllowed.
+func (g *namespaceGate) allows(ctx context.Context, namespace string) (bool, error) {
+	if ok, seen := g.seen[namespace]; seen {
+		return ok, nil
+	}
+	var lbls map[string]string
+	if needsNamespaceLabels(g.allowed, namespace) {
+		ns := &corev1.Namespace{}
+		err := g.r.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("failed to get Namespace %s: %w", namespace, err)
+		}
+		lbls = ns.Labels
+	}
+	ok, err := NamespaceAllowed(g.allowed, namespace, lbls)
+	ok = ok && err == nil
+	g.seen[namespace] = ok
+	return ok, nil
+}
+
 // Usage is what the identity's delete guard needs: deletion is refused
-// while any object resolves to the identity or any namespace holds its
-// mirror.
+// while any object in a namespace the identity allows resolves to it, or
+// any such namespace holds a mirror of it CAPTF made.
 type Usage struct {
 	// Users resolve to the identity (own identityRef or a cluster's
-	// fallback), deleting ones included; sorted.
+	// fallback), deleting ones included, in namespaces it allows; sorted.
 	Users []ObjectRef
-	// Namespaces hold a mirror of it; sorted.
+	// Namespaces hold a mirror of it (MirrorNamespaces); sorted.
 	Namespaces []string
 }
 
 // InUse reports whether deleting the identity must be refused.
 func (u Usage) InUse() bool { return len(u.Users) > 0 || len(u.Namespaces) > 0 }
 
-// Reason is the guard's refusal text: one object still using the identity,
-// or every namespace still holding a mirror of it ("" when not in use).
+// Reason is the guard's refusal text: one object still using the identity
+// (and how many more), or every namespace still holding a mirror of it (""
+// when not in use).
 func (u Usage) Reason(identity string) string {
 	switch {
-	case len(u.Users) > 0:
-		return fmt.Sprintf("TerraformClusterIdentity %s is still used by %s", identity, u.Users[0])
+	case len(u.Users) > 1:
+		return fmt.Sprintf("TerraformClusterIdentity %s is in use by %s (and %d more)", identity, u.Users[0], len(u.Users)-1)
+	case len(u.Users) == 1:
+		return fmt.Sprintf("TerraformClusterIdentity %s is in use by %s", identity, u.Users[0])
 	case len(u.Namespaces) > 0:
-		return fmt.Sprintf("TerraformClusterIdentity %s is still mirrored into namespaces %s", identity, strings.Join(u.Namespaces, ", "))
+		return fmt.Sprintf("TerraformClusterIdentity %s is still mirrored into namespaces %s (status.namespaces)", identity, strings.Join(u.Namespaces, ", "))
 	}
 	return ""
 }
 
-// UsageOf reads the Usage of identity across every namespace. r should be
-// the manager's cached client: listing every object of three kinds is what
-// its cache already holds.
-func UsageOf(ctx context.Context, r client.Reader, identity string) (Usage, error) {
+// UsageOf reads the Usage of id across every namespace it allows. An
+// object that resolves to id from a namespace id does not allow cannot run
+// a Job with it (IdentityAllowed is False there), so it does not hold id;
+// nor does a Secret that only looks like its mirror. r reads the three
+// kinds, Clusters, Secrets and Namespaces.
+func UsageOf(ctx context.Context, r client.Reader, id *infrav1.TerraformClusterIdentity) (Usage, error) {
 	w, err := ListWorkloads(ctx, r, "")
 	if err != nil {
 		return Usage{}, err
 	}
-	nss, err := MirrorNamespaces(ctx, r, identity)
+	gate := newNamespaceGate(r, id)
+	var users []ObjectRef
+	for _, u := range w.UsersOf(id.Name) {
+		allowed, err := gate.allows(ctx, u.Namespace)
+		if err != nil {
+			return Usage{}, err
+		}
+		if allowed {
+			users = append(users, u)
+		}
+	}
+	nss, err := mirrorNamespaces(ctx, r, id, gate)
 	if err != nil {
 		return Usage{}, err
 	}
-	return Usage{Users: w.UsersOf(identity), Namespaces: nss}, nil
+	return Usage{Users: users, Namespaces: nss}, nil
 }

@@ -363,7 +363,7 @@ func TestMirrorLongIdentityName(t *testing.T) {
 	if !m.Created || len(m.Name) > 253 || m.Name == MirrorPrefix+long {
 		t.Fatalf("name %q (%d)", m.Name, len(m.Name))
 	}
-	nss, err := MirrorNamespaces(ctx, k8s, long)
+	nss, err := MirrorNamespaces(ctx, k8s, &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: long}, Spec: infrav1.TerraformClusterIdentitySpec{AllowedNamespaces: listOf(tenant)}})
 	must(t, err)
 	if len(nss) != 1 || nss[0] != tenant {
 		t.Fatalf("namespaces %v", nss)

@@ -567,8 +567,12 @@ func TestIdentityReadyAndEvents(t *testing.T) {
 
 func TestUsageReason(t *testing.T) {
 	u := Usage{Users: []ObjectRef{{infrav1.KindTerraformMachine, "ns", "m"}}, Namespaces: []string{"a", "b"}}
-	if r := u.Reason("id"); !strings.Contains(r, "TerraformMachine ns/m") {
+	if r := u.Reason("id"); !strings.Contains(r, "TerraformMachine ns/m") || strings.Contains(r, "more") {
 		t.Fatalf("the rejection names one object still using it: %q", r)
+	}
+	u.Users = append(u.Users, ObjectRef{infrav1.KindTerraformCluster, "ns", "c"}, ObjectRef{infrav1.KindTerraformCluster, "ns", "d"})
+	if r := u.Reason("id"); !strings.Contains(r, "TerraformMachine ns/m (and 2 more)") {
+		t.Fatalf("and how many more: %q", r)
 	}
 	u.Users = nil
 	if r := u.Reason("id"); !strings.Contains(r, "a, b") {
@@ -674,6 +678,54 @@ func TestMirrorOwner(t *testing.T) {
 			id, src := IdentityRefFor(tt.obj, tt.cluster)
 			if got := MirrorOwner(tt.obj, tt.cluster, id, src); string(got.GetUID()) != tt.want {
 				t.Fatalf("owner %s, want %s", got.GetUID(), tt.want)
+			}
+		})
+	}
+}
+
+// TestIsCAPTFMirrorOf: a Secret counts as an identity's mirror for its
+// status and delete guard only as ensureMirror writes it (Secrets: the
+// credential mirror's labels, annotation and owners); whether the owner
+// exists with that UID is read by ownedByWorkload.
+func TestIsCAPTFMirrorOf(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: string(infrav1.KindTerraformCluster), Name: "c", UID: "u1"}
+	made := func(mut func(s *corev1.Secret)) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: MirrorName("id"), Labels: MirrorLabels(),
+			Annotations:     map[string]string{infrav1.IdentityAnnotation: "id"},
+			OwnerReferences: []metav1.OwnerReference{owner}}}
+		if mut != nil {
+			mut(s)
+		}
+		return s
+	}
+	withOwner := func(r metav1.OwnerReference) func(*corev1.Secret) {
+		return func(s *corev1.Secret) { s.OwnerReferences = []metav1.OwnerReference{r} }
+	}
+	cases := []struct {
+		name string
+		s    *corev1.Secret
+		want bool
+	}{
+		{"as ensureMirror writes it", made(nil), true},
+		{"owned by a machine", made(withOwner(metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: string(infrav1.KindTerraformMachine), Name: "m", UID: "u2"})), true},
+		{"owned by a pool among other owners", made(func(s *corev1.Secret) {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u3"},
+				{APIVersion: infrav1.GroupVersion.String(), Kind: string(infrav1.KindTerraformMachinePool), Name: "p", UID: "u4"}}
+		}), true},
+		{"no owner reference", made(func(s *corev1.Secret) { s.OwnerReferences = nil }), false},
+		{"owned by something else", made(withOwner(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u1"})), false},
+		{"owned by a kind of the same name in another group", made(withOwner(metav1.OwnerReference{APIVersion: "example.com/v1", Kind: string(infrav1.KindTerraformCluster), Name: "c", UID: "u1"})), false},
+		{"owned by a CAPTF kind that is not a workload", made(withOwner(metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformClusterIdentity", Name: "id", UID: "u1"})), false},
+		{"owner reference without a UID", made(withOwner(metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: string(infrav1.KindTerraformCluster), Name: "c"})), false},
+		{"without captf.io/managed", made(func(s *corev1.Secret) { delete(s.Labels, infrav1.ManagedLabel) }), false},
+		{"without captf.io/mirrored", made(func(s *corev1.Secret) { delete(s.Labels, infrav1.MirroredLabel) }), false},
+		{"naming another identity", made(func(s *corev1.Secret) { s.Annotations[infrav1.IdentityAnnotation] = "other" }), false},
+		{"under another name", made(func(s *corev1.Secret) { s.Name = "captf-creds-other" }), false},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsCAPTFMirrorOf(tt.s, "id"); got != tt.want {
+				t.Fatalf("IsCAPTFMirrorOf = %v, want %v", got, tt.want)
 			}
 		})
 	}

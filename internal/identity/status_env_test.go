@@ -85,7 +85,7 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 
 	t.Run("the delete guard's data: objects resolving to it, deleting ones included, and namespaces with mirrors", func(t *testing.T) {
 		must(t, k8s.Delete(ctx, mB)) // held by its finalizer: still deleting
-		u, err := UsageOf(ctx, k8s, name)
+		u, err := UsageOf(ctx, k8s, id)
 		must(t, err)
 		wantUsers := []ObjectRef{{infrav1.KindTerraformCluster, nsA, tcA.Name}, {infrav1.KindTerraformMachine, nsB, mB.Name}}
 		if nsB < nsA {
@@ -114,7 +114,7 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 		m.Finalizers = nil
 		must(t, k8s.Update(ctx, m))
 		must(t, k8s.Delete(ctx, tcA))
-		u, err := UsageOf(ctx, k8s, name)
+		u, err := UsageOf(ctx, k8s, id)
 		must(t, err)
 		if u.InUse() {
 			t.Fatalf("usage %+v", u)

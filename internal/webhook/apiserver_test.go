@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/admission"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
@@ -316,9 +318,10 @@ func TestIdentitySubjectAccessReview(t *testing.T) {
 	t.Run("repointing at a Secret the user cannot get is refused", func(t *testing.T) {
 		own := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "alice-own"}}
 		refused(t, update(alice, own, func() { own.Spec.SecretRef = infrav1.SecretReference{Namespace: "kube-system", Name: "cloud-root"} }), "spec.secretRef")
-		// Other changes are not re-checked.
+		// Widening allowedNamespaces needs get on the Secret the
+		// identity names, which alice has for her own.
 		if err := update(alice, own, func() { own.Spec.AllowedNamespaces.List = append(own.Spec.AllowedNamespaces.List, "other") }); err != nil {
-			t.Fatalf("an allowedNamespaces change was refused: %v", err)
+			t.Fatalf("widening an identity whose Secret she can get was refused: %v", err)
 		}
 	})
 	t.Run("allowed when the creator can get the Secret", func(t *testing.T) {
@@ -346,15 +349,16 @@ func TestIdentitySubjectAccessReview(t *testing.T) {
 	})
 }
 
-// TestIdentityDeleteGuard: an identity in use cannot be deleted; once
-// unused (and mirrored nowhere) it can.
+// TestIdentityDeleteGuard: an identity in use in a namespace it allows
+// cannot be deleted; once unused (and mirrored nowhere) it can.
 func TestIdentityDeleteGuard(t *testing.T) {
 	c := adminClient(t)
 	ctx := context.Background()
 	mustCreate(t, c, ns("guard-tenant"), ns("guard-creds"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "guard-creds"}, Data: map[string][]byte{"K": []byte("v")}},
 		&infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: infrav1.TerraformClusterIdentitySpec{
-			SecretRef: infrav1.SecretReference{Namespace: "guard-creds", Name: "creds"}}},
+			SecretRef:         infrav1.SecretReference{Namespace: "guard-creds", Name: "creds"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{"guard-tenant"}}}},
 	)
 	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: "guard-tenant"},
 		Spec: infrav1.TerraformClusterSpec{IdentityRef: &infrav1.IdentityReference{Name: "guarded"}, WorkspaceSpec: infrav1.WorkspaceSpec{Source: image("c")}}}
@@ -440,6 +444,269 @@ func TestMachineDeleteGuard(t *testing.T) {
 		m3 := machine("m3", "someone-else")
 		tm3 := owned("tm3", m3)
 		if err := c.Delete(ctx, tm3); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+	})
+}
+
+// grantedEventually polls, as the admin, a SubjectAccessReview for user
+// until the API server's authorizer allows attrs: RBAC objects reach the
+// authorizer's cache a moment after they are written, later on a loaded
+// machine.
+func grantedEventually(t *testing.T, admin client.Client, user string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	envtest.Eventually(t, 90*time.Second, fmt.Sprintf("%s to be allowed to %s %s %s/%s", user, attrs.Verb, attrs.Resource, attrs.Namespace, attrs.Name), func() (bool, string) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs}}
+		if err := admin.Create(context.Background(), sar); err != nil {
+			return false, err.Error()
+		}
+		return sar.Status.Allowed, sar.Status.Reason
+	})
+}
+
+// TestIdentityWideningNeedsSecretAccess: the SubjectAccessReview that
+// guards spec.secretRef also guards every allowedNamespaces change that
+// widens who receives the credentials (Identities and Credentials;
+// identity.AllowedNamespacesWidening is the rule). carol may update
+// identities but not get their source Secret: she can no longer add a
+// namespace or a selector, or change a selector, and so have the
+// credentials mirrored where she can create a Cluster; narrowing stays
+// free for her. dave, who may get the Secret, may widen.
+func TestIdentityWideningNeedsSecretAccess(t *testing.T) {
+	admin := adminClient(t)
+	ctx := context.Background()
+	const sentinel = "widening-credential-sentinel-41d9"
+	const idName = "widen"
+	mustCreate(t, admin, ns("widen-creds"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Namespace: "widen-creds"}, Data: map[string][]byte{"KEY": []byte(sentinel)}},
+		&infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}, Spec: infrav1.TerraformClusterIdentitySpec{
+			SecretRef:         infrav1.SecretReference{Namespace: "widen-creds", Name: "cloud"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{"widen-a", "widen-b"}},
+		}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "identity-editor"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusteridentities"},
+			Verbs: []string{"get", "list", "update", "patch"},
+		}}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "cloud-reader", Namespace: "widen-creds"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"cloud"}, Verbs: []string{"get"},
+		}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dave-reads-cloud", Namespace: "widen-creds"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cloud-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "dave"}}},
+	)
+	for _, u := range []string{"carol", "dave"} {
+		mustCreate(t, admin, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "identity-editor-" + u},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "identity-editor"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u}}})
+		grantedEventually(t, admin, u, authorizationv1.ResourceAttributes{Group: infrav1.GroupVersion.Group, Resource: "terraformclusteridentities", Verb: "update", Name: idName})
+	}
+	grantedEventually(t, admin, "dave", authorizationv1.ResourceAttributes{Namespace: "widen-creds", Version: "v1", Resource: "secrets", Verb: "get", Name: "cloud"})
+	carol, dave := as(t, "carol"), as(t, "dave")
+	id := func() *infrav1.TerraformClusterIdentity {
+		return &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}}
+	}
+	stored := func(t *testing.T) *infrav1.AllowedNamespaces {
+		t.Helper()
+		got := id()
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Spec.AllowedNamespaces
+	}
+	// refusedWidening: a refusal naming the field, the user and the
+	// Secret, never its content, and nothing stored.
+	refusedWidening := func(t *testing.T, err error, fieldPath, detail string, before *infrav1.AllowedNamespaces) {
+		t.Helper()
+		refused(t, err, fieldPath)
+		for _, want := range []string{`user "carol" may not get Secret widen-creds/cloud`, detail} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal does not say %q: %v", want, err)
+			}
+		}
+		if strings.Contains(err.Error(), sentinel) {
+			t.Fatal("the refusal carries the Secret's value")
+		}
+		if after := stored(t); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("allowedNamespaces changed from %v to %v", before, after)
+		}
+	}
+
+	t.Run("a user who cannot get the Secret may not add a namespace", func(t *testing.T) {
+		o, before := id(), stored(t)
+		err := update(carol, o, func() { o.Spec.AllowedNamespaces.List = append(o.Spec.AllowedNamespaces.List, "carol-cluster") })
+		refusedWidening(t, err, "spec.allowedNamespaces.list", "adds namespace(s) carol-cluster", before)
+	})
+	t.Run("nor add a selector", func(t *testing.T) {
+		o, before := id(), stored(t)
+		err := update(carol, o, func() {
+			o.Spec.AllowedNamespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"owner": "carol"}}
+		})
+		refusedWidening(t, err, "spec.allowedNamespaces.selector", "adds a selector", before)
+	})
+	t.Run("she may still make changes that widen nothing", func(t *testing.T) {
+		o := id()
+		if err := update(carol, o, func() { o.Labels = map[string]string{"reviewed-by": "carol"} }); err != nil {
+			t.Fatalf("a label change was refused: %v", err)
+		}
+		if err := update(carol, o, func() { o.Spec.AllowedNamespaces.List = []string{"widen-b", "widen-a"} }); err != nil {
+			t.Fatalf("reordering the list was refused: %v", err)
+		}
+	})
+	t.Run("a user who can get the Secret may widen", func(t *testing.T) {
+		o := id()
+		err := update(dave, o, func() {
+			o.Spec.AllowedNamespaces.List = append(o.Spec.AllowedNamespaces.List, "widen-c")
+			o.Spec.AllowedNamespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+		})
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+	})
+	t.Run("changing a selector is refused to the user who cannot get the Secret", func(t *testing.T) {
+		o, before := id(), stored(t)
+		err := update(carol, o, func() {
+			o.Spec.AllowedNamespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "carol"}}
+		})
+		refusedWidening(t, err, "spec.allowedNamespaces.selector", "changes the selector", before)
+	})
+	t.Run("narrowing stays free: removing a namespace, adding a selector requirement, removing the selector", func(t *testing.T) {
+		o := id()
+		if err := update(carol, o, func() { o.Spec.AllowedNamespaces.List = []string{"widen-a", "widen-c"} }); err != nil {
+			t.Fatalf("removing a namespace was refused: %v", err)
+		}
+		if err := update(carol, o, func() { o.Spec.AllowedNamespaces.Selector.MatchLabels["env"] = "prod" }); err != nil {
+			t.Fatalf("adding a selector requirement was refused: %v", err)
+		}
+		if err := update(carol, o, func() { o.Spec.AllowedNamespaces.Selector = nil }); err != nil {
+			t.Fatalf("removing the selector was refused: %v", err)
+		}
+		if got := stored(t); fmt.Sprint(got.List) != "[widen-a widen-c]" || got.Selector != nil {
+			t.Fatalf("stored %+v", got)
+		}
+	})
+	t.Run("re-adding a namespace she removed is widening again", func(t *testing.T) {
+		o, before := id(), stored(t)
+		err := update(carol, o, func() { o.Spec.AllowedNamespaces.List = append(o.Spec.AllowedNamespaces.List, "widen-b") })
+		refusedWidening(t, err, "spec.allowedNamespaces.list", "adds namespace(s) widen-b", before)
+	})
+}
+
+// TestIdentityDeleteGuardIgnoresOtherTenants: the delete guard and
+// status.namespaces count only objects in namespaces the identity allows
+// and mirrors CAPTF made (Identities and Credentials, "Delete an
+// identity"). mallory, a tenant of a namespace the identity does not
+// allow, creates a TerraformCluster naming it and a perfect look-alike of
+// its mirror owned by that cluster, and a look-alike owned by nothing in a
+// namespace it does allow: neither holds the identity back nor shows in
+// its status, while the real user and the mirror CAPTF makes for it do.
+func TestIdentityDeleteGuardIgnoresOtherTenants(t *testing.T) {
+	admin := adminClient(t)
+	ctx := context.Background()
+	const (
+		idName  = "lookalike"
+		creds   = "lookalike-creds"
+		home    = "lookalike-home"   // allowed, the real user's
+		spare   = "lookalike-spare"  // allowed, unused
+		outside = "lookalike-tenant" // mallory's, not allowed
+	)
+	mustCreate(t, admin, ns(creds), ns(home), ns(spare), ns(outside),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Namespace: creds}, Data: map[string][]byte{"KEY": []byte("v")}},
+		&infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}, Spec: infrav1.TerraformClusterIdentitySpec{
+			SecretRef:         infrav1.SecretReference{Namespace: creds, Name: "cloud"},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{home, spare}},
+		}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lookalike-tenant"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create"}},
+			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusters"}, Verbs: []string{"get", "create"}},
+		}},
+	)
+	for _, namespace := range []string{outside, spare} {
+		mustCreate(t, admin, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory", Namespace: namespace},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lookalike-tenant"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}})
+		grantedEventually(t, admin, "mallory", authorizationv1.ResourceAttributes{Namespace: namespace, Version: "v1", Resource: "secrets", Verb: "create"})
+	}
+	grantedEventually(t, admin, "mallory", authorizationv1.ResourceAttributes{Namespace: outside, Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "create"})
+	mallory := as(t, "mallory")
+	cluster := func(namespace, name string) *infrav1.TerraformCluster {
+		return &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: infrav1.TerraformClusterSpec{IdentityRef: &infrav1.IdentityReference{Name: idName}, WorkspaceSpec: infrav1.WorkspaceSpec{Source: image("c")}}}
+	}
+	lookAlike := func(namespace string, owners ...metav1.OwnerReference) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: identity.MirrorName(idName), Namespace: namespace,
+			Labels:          identity.MirrorLabels(),
+			Annotations:     map[string]string{infrav1.IdentityAnnotation: idName, infrav1.SourceHashAnnotation: identity.SourceHash(nil)},
+			OwnerReferences: owners,
+		}}
+	}
+	squatter := cluster(outside, "squatter")
+	mustCreate(t, mallory, squatter)
+	mustCreate(t, mallory,
+		lookAlike(outside, metav1.OwnerReference{APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: squatter.Name, UID: squatter.UID}),
+		lookAlike(spare))
+
+	// The real user, and its mirror as CAPTF's credentials step makes it
+	// (the cluster has no Cluster API owner, so the manager runs nothing
+	// for it).
+	real := cluster(home, "real")
+	mustCreate(t, admin, real)
+	access, err := identity.CheckAccess(ctx, admin, admin, real, nil)
+	if err != nil || !access.Allowed() {
+		t.Fatalf("access %v, %v", access, err)
+	}
+	if m, err := identity.SyncMirror(ctx, admin, admin, access, real, nil); err != nil || !m.Ready() {
+		t.Fatalf("mirror %+v, %v", m.Condition, err)
+	}
+	id := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}}
+	statusNamespaces := func() []string {
+		got := &infrav1.TerraformClusterIdentity{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(id), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Namespaces
+	}
+
+	t.Run("status.namespaces lists the real mirror's namespace only", func(t *testing.T) {
+		envtest.Eventually(t, 60*time.Second, "status.namespaces to be ["+home+"]", func() (bool, string) {
+			got := statusNamespaces()
+			return fmt.Sprint(got) == "["+home+"]", fmt.Sprint(got)
+		})
+	})
+	t.Run("the real user holds the identity; the squatter is not named", func(t *testing.T) {
+		err := admin.Delete(ctx, id.DeepCopy(), client.DryRunAll)
+		refused(t, err, "TerraformCluster "+home+"/real")
+		if strings.Contains(err.Error(), "more") || strings.Contains(err.Error(), outside) {
+			t.Fatalf("the refusal counts the other tenant: %v", err)
+		}
+	})
+	t.Run("with the real user gone, the squatter and the look-alikes hold nothing", func(t *testing.T) {
+		if err := admin.Delete(ctx, real); err != nil {
+			t.Fatal(err)
+		}
+		envtest.Eventually(t, 60*time.Second, "the real user to be gone", func() (bool, string) {
+			err := admin.Get(ctx, client.ObjectKeyFromObject(real), &infrav1.TerraformCluster{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		// Deleting the mirror releases the namespace (Identities and
+		// Credentials), whether or not the deletion cleanup did already.
+		mirror := lookAlike(home)
+		if err := admin.Delete(ctx, mirror); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		envtest.Eventually(t, 60*time.Second, "status.namespaces to empty and the identity to be deletable", func() (bool, string) {
+			if got := statusNamespaces(); len(got) > 0 {
+				return false, "status.namespaces " + fmt.Sprint(got)
+			}
+			err := admin.Delete(ctx, id.DeepCopy(), client.DryRunAll)
+			return err == nil, fmt.Sprint(err)
+		})
+		for _, o := range []client.Object{squatter.DeepCopy(), lookAlike(outside), lookAlike(spare)} {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				t.Fatalf("%T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		if err := admin.Delete(ctx, id.DeepCopy()); err != nil {
 			t.Fatalf("refused: %v", err)
 		}
 	})

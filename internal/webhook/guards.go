@@ -113,8 +113,8 @@ func (m *Machine) clusterPaused(ctx context.Context, namespace, name string) (bo
 }
 
 // Identity validates TerraformClusterIdentities: the spec, the
-// SubjectAccessReview on create and on a secretRef change, and the delete
-// guard.
+// SubjectAccessReview on create, on a secretRef change and on a change
+// that widens allowedNamespaces, and the delete guard.
 type Identity struct {
 	// Client creates SubjectAccessReviews.
 	Client client.Client
@@ -127,25 +127,49 @@ func (i *Identity) ValidateCreate(ctx context.Context, obj *infrav1.TerraformClu
 	if err := invalid("TerraformClusterIdentity", obj.Name, ValidateIdentitySpec(&obj.Spec)); err != nil {
 		return nil, err
 	}
-	return nil, i.mayGetSecret(ctx, obj)
+	return nil, i.mayGetSecret(ctx, obj, namingSecret)
 }
 
-// ValidateUpdate implements admission.Validator. Only a secretRef change is
-// re-checked against the requester's access (allowedNamespaces is not).
+// ValidateUpdate implements admission.Validator. A change that could hand
+// the credentials to more namespaces needs the same access as naming the
+// Secret: a new spec.secretRef, or an allowedNamespaces change that
+// identity.AllowedNamespacesWidening finds widening, is refused unless the
+// requester may get the (new) source Secret. Narrowing and every other
+// change are not re-checked.
 func (i *Identity) ValidateUpdate(ctx context.Context, old, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
 	if err := invalid("TerraformClusterIdentity", obj.Name, ratchet(ValidateIdentitySpec(&old.Spec), ValidateIdentitySpec(&obj.Spec))); err != nil {
 		return nil, err
 	}
-	if old.Spec.SecretRef == obj.Spec.SecretRef {
+	var needs []secretAccessNeed
+	if old.Spec.SecretRef != obj.Spec.SecretRef {
+		needs = append(needs, namingSecret)
+	}
+	for _, w := range identity.AllowedNamespacesWidening(old.Spec.AllowedNamespaces, obj.Spec.AllowedNamespaces) {
+		needs = append(needs, secretAccessNeed{w.Field,
+			"this change " + w.Detail + ", widening which namespaces may receive its credentials, which needs get on the identity's source Secret"})
+	}
+	if len(needs) == 0 {
 		return nil, nil
 	}
-	return nil, i.mayGetSecret(ctx, obj)
+	return nil, i.mayGetSecret(ctx, obj, needs...)
 }
+
+// secretAccessNeed is a changed field that needs get on the source Secret,
+// and why, as the refusal says it.
+type secretAccessNeed struct {
+	path *field.Path
+	why  string
+}
+
+// namingSecret is the need of a create or a new spec.secretRef.
+var namingSecret = secretAccessNeed{field.NewPath("spec", "secretRef"), "an identity can only name a Secret its creator can read"}
 
 // mayGetSecret asks the API server whether the requesting user may get the
 // Secret spec.secretRef names, so a role that may manage identities but
-// not read Secrets cannot have the controller mirror one it cannot read.
-func (i *Identity) mayGetSecret(ctx context.Context, obj *infrav1.TerraformClusterIdentity) error {
+// not read Secrets cannot have the controller mirror one it cannot read,
+// nor mirror it into more namespaces. When the user may not, each need is
+// a Forbidden error on its field (never carrying the Secret's content).
+func (i *Identity) mayGetSecret(ctx context.Context, obj *infrav1.TerraformClusterIdentity, needs ...secretAccessNeed) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return fmt.Errorf("no admission request to check spec.secretRef against: %w", err)
@@ -168,29 +192,27 @@ func (i *Identity) mayGetSecret(ctx context.Context, obj *infrav1.TerraformClust
 	if sar.Status.Allowed && !sar.Status.Denied {
 		return nil
 	}
-	return apierrors.NewInvalid(groupKind("TerraformClusterIdentity"), obj.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "secretRef"),
-		fmt.Sprintf("user %q may not get Secret %s/%s: an identity can only name a Secret its creator can read", u.Username, ref.Namespace, ref.Name))})
+	errs := make(field.ErrorList, 0, len(needs))
+	for _, n := range needs {
+		errs = append(errs, field.Forbidden(n.path, fmt.Sprintf("user %q may not get Secret %s/%s: %s", u.Username, ref.Namespace, ref.Name, n.why)))
+	}
+	return apierrors.NewInvalid(groupKind("TerraformClusterIdentity"), obj.Name, errs)
 }
 
-// ValidateDelete refuses deleting an identity while an object in any
-// namespace resolves to it (one being deleted counts: its destroy needs the
-// credentials) or status.namespaces lists a namespace still holding its
-// mirror.
+// ValidateDelete refuses deleting an identity while, in a namespace it
+// allows, an object resolves to it (one being deleted counts: its destroy
+// needs the credentials) or a mirror of it CAPTF made remains
+// (identity.UsageOf, read live rather than from a status.namespaces that
+// may lag). Objects in namespaces it does not allow, and Secrets that only
+// look like its mirror, hold nothing back: otherwise any tenant could
+// keep any identity.
 func (i *Identity) ValidateDelete(ctx context.Context, obj *infrav1.TerraformClusterIdentity) (admission.Warnings, error) {
-	w, err := identity.ListWorkloads(ctx, i.Reader, "")
+	u, err := identity.UsageOf(ctx, i.Reader, obj)
 	if err != nil {
 		return nil, err
 	}
-	if users := w.UsersOf(obj.Name); len(users) > 0 {
-		more := ""
-		if len(users) > 1 {
-			more = fmt.Sprintf(" (and %d more)", len(users)-1)
-		}
-		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf("TerraformClusterIdentity %s is in use by %s%s", obj.Name, users[0], more))
-	}
-	if ns := obj.Status.Namespaces; len(ns) > 0 {
-		return nil, forbidden("terraformclusteridentities", obj.Name, fmt.Sprintf(
-			"TerraformClusterIdentity %s is still mirrored into namespaces %s (status.namespaces)", obj.Name, strings.Join(ns, ", ")))
+	if u.InUse() {
+		return nil, forbidden("terraformclusteridentities", obj.Name, u.Reason(obj.Name))
 	}
 	return nil, nil
 }

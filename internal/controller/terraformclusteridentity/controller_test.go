@@ -118,8 +118,11 @@ func newIdentity(name string, lbls map[string]string) *infrav1.TerraformClusterI
 	}
 }
 
-func mirror(namespace, identityName string) *corev1.Secret {
-	return &corev1.Secret{
+// mirror is identityName's credential mirror in namespace as the
+// credentials step writes it, owned by owners (a mirror counts only with
+// an owner that exists).
+func mirror(namespace, identityName string, owners ...*infrav1.TerraformCluster) *corev1.Secret {
+	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: identity.MirrorName(identityName), Namespace: namespace,
 			Labels:      identity.MirrorLabels(),
@@ -127,6 +130,24 @@ func mirror(namespace, identityName string) *corev1.Secret {
 		},
 		Data: map[string][]byte{"TOKEN": []byte(sentinel)},
 	}
+	for _, o := range owners {
+		s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+			APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: o.Name, UID: o.UID})
+	}
+	return s
+}
+
+// user creates a TerraformCluster of identityName in namespace.
+func user(t *testing.T, c client.Client, namespace, identityName string) *infrav1.TerraformCluster {
+	t.Helper()
+	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "uses-" + identityName, Namespace: namespace}}
+	tc.Spec.Source.Image = "registry.example/module:v1"
+	tc.Spec.IdentityRef = &infrav1.IdentityReference{Name: identityName}
+	create(t, c, tc)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 func ready(c client.Client, name string) (*infrav1.TerraformClusterIdentity, *metav1.Condition) {
@@ -163,11 +184,12 @@ func reasons(evs []eventsv1.Event) []string {
 
 // TestIdentityStatus covers the book's "Confirm it worked": Ready is
 // True/SecretFound once the Secret exists, False/SecretNotFound otherwise,
-// and status.namespaces lists every namespace holding a mirror.
+// and status.namespaces lists every namespace it allows holding a mirror
+// CAPTF made.
 func TestIdentityStatus(t *testing.T) {
 	c := startManager(t, Options{SyncPeriod: time.Second})
 	ctx := context.Background()
-	create(t, c, namespace("captf-creds"), namespace("tenant-a"), namespace("tenant-b"))
+	create(t, c, namespace("captf-creds"), namespace("tenant-a"), namespace("tenant-b"), namespace("tenant-c"))
 	create(t, c, newIdentity("cloud", nil))
 
 	t.Run("missing Secret is Ready False/SecretNotFound with a Warning event in default", func(t *testing.T) {
@@ -202,7 +224,10 @@ func TestIdentityStatus(t *testing.T) {
 	})
 
 	t.Run("status.namespaces follows the mirrors at once", func(t *testing.T) {
-		create(t, c, mirror("tenant-b", "cloud"), mirror("tenant-a", "cloud"), mirror("tenant-a", "other"))
+		create(t, c, mirror("tenant-b", "cloud", user(t, c, "tenant-b", "cloud")), mirror("tenant-a", "cloud", user(t, c, "tenant-a", "cloud")),
+			mirror("tenant-a", "other", user(t, c, "tenant-a", "other")),
+			// Not CAPTF's: no owner.
+			mirror("tenant-c", "cloud"))
 		envtest.Eventually(t, 30*time.Second, "namespaces [tenant-a tenant-b]", func() (bool, string) {
 			id, _ := ready(c, "cloud")
 			return id != nil && slices.Equal(id.Status.Namespaces, []string{"tenant-a", "tenant-b"}), strings.Join(id.Status.Namespaces, ",")
