@@ -455,20 +455,6 @@ func (s *scanner) more(closing byte) (bool, error) {
 	return false, s.syntax("expected ',' or %q", closing)
 }
 
-// captureValue consumes one value and returns its raw JSON bytes.
-func (s *scanner) captureValue() (json.RawMessage, error) {
-	if _, err := s.next(); err != nil {
-		return nil, err
-	}
-	s.startCapture(0)
-	if err := s.skipValue(1); err != nil {
-		s.capturing = false
-		s.capBuf = nil
-		return nil, err
-	}
-	return s.endCapture(), nil
-}
-
 // captureValueWithin reads the next value and returns its text when it
 // takes at most limit bytes; a longer value is skipped without being held
 // (fits false). The text is the caller's to keep.
