@@ -203,7 +203,7 @@ scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) a
 
 .PHONY: bench-tenant
 bench-tenant: tools ## Measure the manager's RSS with and without a hostile tenant (500 Secrets of 1 MiB labeled captf.io/managed, a gzip-bomb state); fails past +10 %.
-	go run ./test/scale/cmd/tenant -n $(or $(N),200)
+	go run ./test/scale/cmd/tenant -n $(or $(N),500)
 
 .PHONY: rollout
 rollout: tools ## Roll a ClusterClass control plane (KubeadmControlPlane on an external etcd) out to a new machine image, its old machine destroyed.

@@ -23,11 +23,19 @@ import (
 
 // ForCache reduces a Job to what the manager's passes read: its metadata
 // (managed fields dropped), its status and the spec's scalar fields
-// (activeDeadlineSeconds names the deadline a Job hit) and policies. The
-// pod template goes. It changes and returns job.
+// (activeDeadlineSeconds names the deadline a Job hit) and policies, and of
+// the pod template only the module container's arguments that say what the
+// Job was armed to stop on (ArmingOf). The rest of the template goes. It
+// changes and returns job.
 func ForCache(job *batchv1.Job) *batchv1.Job {
 	job.ManagedFields = nil
-	job.Spec.Template = corev1.PodTemplateSpec{}
+	var kept []corev1.Container
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if c.Name == SourceContainer {
+			kept = append(kept, corev1.Container{Name: c.Name, Args: armingArgs(c.Args)})
+		}
+	}
+	job.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: kept}}
 	return job
 }
 

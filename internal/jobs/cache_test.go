@@ -59,6 +59,7 @@ func TestCacheTransformsKeepWhatPassesRead(t *testing.T) {
 		{"an active Job", nil, podWith("", 0)},
 		{"a succeeded apply", []batchv1.JobCondition{complete()}, podWith(ok, 0)},
 		{"a failed step", []batchv1.JobCondition{failed("BackoffLimitExceeded")}, podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorStep, "apply"), 1)},
+		{"a guarded apply blocked before a destructive plan", []batchv1.JobCondition{failed("BackoffLimitExceeded")}, podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorBlocked, ""), 1)},
 		{"the deadline", []batchv1.JobCondition{failed(batchv1.JobReasonDeadlineExceeded)}, podWith(docWithError(t, infrav1.OperationApply, infrav1.RunErrorInterrupted, "apply"), 1)},
 		{"an image pull failure", []batchv1.JobCondition{failed(batchv1.JobReasonDeadlineExceeded)}, waitingPod(RunnerContainer, "ErrImagePull")},
 		{"an eviction for its own limit", []batchv1.JobCondition{failed("BackoffLimitExceeded")}, &corev1.Pod{Status: corev1.PodStatus{Reason: "Evicted", Message: `Container module exceeded its local ephemeral storage limit "1Gi". `}}},
@@ -91,7 +92,14 @@ func TestCacheTransformsKeepWhatPassesRead(t *testing.T) {
 					t.Error("the pull failure differs")
 				}
 			}
-			if len(cjob.Spec.Template.Spec.Containers) != 0 || cjob.ManagedFields != nil {
+			tmpl := cjob.Spec.Template
+			tmpl.Spec.Containers = nil
+			for _, c := range cjob.Spec.Template.Spec.Containers {
+				if !reflect.DeepEqual(c, corev1.Container{Name: SourceContainer, Args: armingArgs(c.Args)}) {
+					t.Fatalf("the cached Job kept more of container %s than its arming arguments", c.Name)
+				}
+			}
+			if !reflect.DeepEqual(tmpl, corev1.PodTemplateSpec{}) || cjob.ManagedFields != nil {
 				t.Fatal("the cached Job kept its pod template or managed fields")
 			}
 			if got, want := Classify(cjob, cpod), Classify(job, pod); !reflect.DeepEqual(got, want) {

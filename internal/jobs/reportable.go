@@ -58,6 +58,23 @@ func ArmingOf(job *batchv1.Job) Arming {
 	return a
 }
 
+// armingFlags are the runner arguments ArmingOf reads.
+var armingFlags = []string{"--guard-deletes", "--inputs-hash=", "--allow-deletes-hash=", "--expect-plan="}
+
+// armingArgs keeps of args those ArmingOf reads.
+func armingArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		for _, f := range armingFlags {
+			if a == f || (strings.HasSuffix(f, "=") && strings.HasPrefix(a, f)) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Unreportable says why a Job armed as a cannot have ended with the error
 // kind k, and is "" when it can. Only two kinds depend on the Job (book:
 // Plan Approval; Retries and Backoff):

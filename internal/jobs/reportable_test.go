@@ -105,6 +105,11 @@ func TestArmingOfBuiltJobs(t *testing.T) {
 			if got := ArmingOf(job); got != c.want {
 				t.Errorf("arming %+v, want %+v", got, c.want)
 			}
+			// The manager classifies the Job its cache holds: the
+			// arming survives ForCache.
+			if got := ArmingOf(ForCache(job.DeepCopy())); got != c.want {
+				t.Errorf("arming of the cached Job %+v, want %+v", got, c.want)
+			}
 		})
 	}
 }

@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 200, "fleet size (TerraformMachines)")
+	n := flag.Int("n", 500, "fleet size (TerraformMachines)")
 	secrets := flag.Int("secrets", 500, "1 MiB Secrets the hostile tenant labels captf.io/managed=true")
 	steady := flag.Duration("steady", 2*time.Minute, "steady window after all Ready")
 	managerBin := flag.String("manager-bin", "", "a manager binary built beforehand (default: built from cmd/manager)")
