@@ -125,10 +125,13 @@ func TestMachineRemediation(t *testing.T) {
 		return ok && strings.Contains(why, "terminated"), fmt.Sprintf("unhealthySamples %d, requested %q", tm.Status.UnhealthySamples, why)
 	})
 
-	seen := w.eventCounts(ctx, ns, "TerraformMachine")
-	if seen[infrav1.RemediationRequestedEvent] < 2 || seen[infrav1.RemediationWithdrawnEvent] < 1 {
-		t.Errorf("RemediationRequested %d, RemediationWithdrawn %d events; want 2 and 1", seen[infrav1.RemediationRequestedEvent], seen[infrav1.RemediationWithdrawnEvent])
-	}
+	// Events are written after the pass's writes, by the manager's event
+	// broadcaster: wait for them.
+	w.eventually(ctx, time.Minute, "two RemediationRequested events and one RemediationWithdrawn", func() (bool, string) {
+		seen := w.eventCounts(ctx, ns, "TerraformMachine")
+		return seen[infrav1.RemediationRequestedEvent] >= 2 && seen[infrav1.RemediationWithdrawnEvent] >= 1,
+			fmt.Sprintf("RemediationRequested %d, RemediationWithdrawn %d", seen[infrav1.RemediationRequestedEvent], seen[infrav1.RemediationWithdrawnEvent])
+	})
 }
 
 // writeHealthState writes the state the no-op machine module's
