@@ -31,8 +31,8 @@ func ForCache(job *batchv1.Job) *batchv1.Job {
 	job.ManagedFields = nil
 	var kept []corev1.Container
 	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name == SourceContainer {
-			kept = append(kept, corev1.Container{Name: c.Name, Args: armingArgs(c.Args)})
+		if args := armingArgs(c.Args); c.Name == SourceContainer && len(args) > 0 {
+			kept = append(kept, corev1.Container{Name: c.Name, Args: args})
 		}
 	}
 	job.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: kept}}

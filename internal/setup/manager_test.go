@@ -22,6 +22,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,8 +331,10 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 	runSecret := secret("scoped-a", jobs.RunSecretPrefix+"job-a", map[string]string{infrav1.ManagedLabel: "true", infrav1.OpLabel: "apply"})
 	runSecret.Data = map[string][]byte{"main.tf.json": []byte("{}")}
 	podSpec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "source", Image: "registry.example/module:v1", Args: []string{"apply"}}}}
+	jobSpec := *podSpec.DeepCopy()
+	jobSpec.Containers[0].Args = []string{"run", "--guard-deletes", "--inputs-hash=h1", "--work-dir=/work"}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "scoped-a", Name: "job-a", Labels: map[string]string{infrav1.ManagedLabel: "true"}},
-		Spec: batchv1.JobSpec{ActiveDeadlineSeconds: ptr.To[int64](600), Template: corev1.PodTemplateSpec{Spec: podSpec}}}
+		Spec: batchv1.JobSpec{ActiveDeadlineSeconds: ptr.To[int64](600), Template: corev1.PodTemplateSpec{Spec: jobSpec}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "scoped-a", Name: "job-a-x7k2q", Labels: map[string]string{infrav1.ManagedLabel: "true"}}, Spec: podSpec}
 	create(t, c,
 		secret("scoped-a", "state-a", map[string]string{infrav1.ManagedLabel: "true"}),
@@ -374,8 +377,11 @@ func TestManagerNamespaceAndInsecureDiagnostics(t *testing.T) {
 	cj, cp := &batchv1.Job{}, &corev1.Pod{}
 	_ = mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(job), cj)
 	_ = mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), cp)
-	if len(cj.Spec.Template.Spec.Containers) != 0 || cj.ManagedFields != nil || ptr.Deref(cj.Spec.ActiveDeadlineSeconds, 0) != 600 {
-		t.Errorf("cached Job: %d template containers, managed fields %v, deadline %v; want none, none and 600", len(cj.Spec.Template.Spec.Containers), cj.ManagedFields != nil, cj.Spec.ActiveDeadlineSeconds)
+	// Of the template, only the module container's arming arguments
+	// (jobs.ArmingOf) stay.
+	wantTemplate := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "source", Args: []string{"--guard-deletes", "--inputs-hash=h1"}}}}}
+	if !equality.Semantic.DeepEqual(cj.Spec.Template, wantTemplate) || cj.ManagedFields != nil || ptr.Deref(cj.Spec.ActiveDeadlineSeconds, 0) != 600 {
+		t.Errorf("cached Job: template %+v, managed fields %v, deadline %v; want only the arming arguments, none and 600", cj.Spec.Template, cj.ManagedFields != nil, cj.Spec.ActiveDeadlineSeconds)
 	}
 	if len(cp.Spec.Containers) != 0 || cp.ManagedFields != nil || cp.Labels[infrav1.ManagedLabel] != "true" {
 		t.Errorf("cached pod: %d containers, managed fields %v, labels %v; want its labels only", len(cp.Spec.Containers), cp.ManagedFields != nil, cp.Labels)
