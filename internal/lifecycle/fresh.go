@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"context"
 	"reflect"
-	"strconv"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,30 +21,36 @@ import (
 type written struct{ m sync.Map }
 
 type writtenVersions struct {
-	from, to string
+	// from is the version the writing pass started from; produced are the
+	// versions its patches produced, in order (the last is the version
+	// the pass left the object at).
+	from     string
+	produced []string
 	// waiting: a pass found the cache behind this write and waits for
 	// the update to wake it.
 	waiting bool
 }
 
-// stale says obj is older than this manager's last change to it. The patch
-// helper writes metadata and status in two requests, so the cache can also
-// hold the version between them: resourceVersions that are integers (etcd
-// revisions) are compared as such; any other is stale only when it is the
-// version the writing pass started from. Seeing the written version, or a
-// newer one, forgets the mark.
+// before says rv is a version the writing pass went through before its
+// last patch: the one it started from, or one between its patches (the
+// patch helper writes metadata and status in two requests).
+func (wv writtenVersions) before(rv string) bool {
+	return rv == wv.from || slices.Contains(wv.produced[:len(wv.produced)-1], rv)
+}
+
+// stale says obj is older than this manager's last change to it: its
+// version is one the writing pass went through before its last patch.
+// resourceVersions are opaque (Kubernetes API conventions), so they are
+// compared for equality only: the cache holds an object's versions in the
+// order they were written, and a version this manager's patches did not
+// produce is the written one or a newer one. Seeing any such version
+// forgets the mark.
 func (w *written) stale(obj client.Object) bool {
 	wv, ok := w.load(obj)
 	if !ok {
 		return false
 	}
-	rv := obj.GetResourceVersion()
-	older := rv == wv.from
-	if have, err := strconv.ParseUint(rv, 10, 64); err == nil {
-		if want, err := strconv.ParseUint(wv.to, 10, 64); err == nil {
-			older = have < want
-		}
-	}
+	older := wv.before(obj.GetResourceVersion())
 	if !older {
 		w.m.Delete(obj.GetUID())
 	} else if !wv.waiting {
@@ -55,25 +61,17 @@ func (w *written) stale(obj client.Object) bool {
 }
 
 // ownUpdate says an update of obj to its version is this manager's own
-// write, which no pass waits for: a version after the writing pass's start
-// and up to the one its last patch produced. The pass that wrote it acted
-// on everything it wrote, so a pass woken by it would find nothing to do;
-// at a few thousand objects these passes queue behind the ones with work.
-// The mark stays for stale, which forgets it once a pass reads the
-// written version. Versions that are not integers (etcd revisions) are
-// never taken for own writes.
+// write, which no pass waits for: a version one of the writing pass's
+// patches produced. The pass that wrote it acted on everything it wrote,
+// so a pass woken by it would find nothing to do; at a few thousand
+// objects these passes queue behind the ones with work. The mark stays for
+// stale, which forgets it once a pass reads the written version.
 func (w *written) ownUpdate(obj client.Object) bool {
 	wv, ok := w.load(obj)
 	if !ok {
 		return false
 	}
-	have, err1 := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	from, err2 := strconv.ParseUint(wv.from, 10, 64)
-	to, err3 := strconv.ParseUint(wv.to, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return false
-	}
-	return !wv.waiting && from < have && have <= to
+	return !wv.waiting && slices.Contains(wv.produced, obj.GetResourceVersion())
 }
 
 // load is the mark of obj, if any.
@@ -89,12 +87,22 @@ func (w *written) load(obj client.Object) (writtenVersions, bool) {
 }
 
 // wrote records that a pass which started from version from changed the
-// object to version to ("" when it wrote nothing).
+// object to version to ("" when it wrote nothing). A pass calls it for
+// each of its patches, in order, so the versions between them are known.
 func (w *written) wrote(uid types.UID, from, to string) {
 	if w == nil || from == "" || to == "" || to == from {
 		return
 	}
-	w.m.Store(uid, writtenVersions{from: from, to: to})
+	if v, ok := w.m.Load(uid); ok {
+		if wv := v.(writtenVersions); wv.from == from {
+			if wv.produced[len(wv.produced)-1] != to {
+				wv.produced = append(slices.Clip(wv.produced), to)
+				w.m.Store(uid, wv)
+			}
+			return
+		}
+	}
+	w.m.Store(uid, writtenVersions{from: from, produced: []string{to}})
 }
 
 // forget drops an object that is gone.

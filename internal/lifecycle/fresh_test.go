@@ -43,6 +43,7 @@ func TestWritten(t *testing.T) {
 	}
 	// The patch helper's metadata request lands before its status one:
 	// the version between them is stale too.
+	w.wrote("u1", "12", "13")
 	w.wrote("u1", "12", "14")
 	if !w.stale(at("13")) {
 		t.Fatal("the version between the metadata and the status patch is not stale")
@@ -50,7 +51,17 @@ func TestWritten(t *testing.T) {
 	if w.stale(at("15")) {
 		t.Fatal("a newer version, written by someone else, is stale")
 	}
-	// Versions that are not integers are compared for equality only.
+	// resourceVersions are opaque: compared for equality only, never as
+	// numbers. A version that sorts below the written one as a number,
+	// but that this manager's patches did not produce, is not stale.
+	w.wrote("u1", "20", "9")
+	w.wrote("u1", "20", "30")
+	if !w.stale(at("20")) || !w.stale(at("9")) {
+		t.Fatal("the starting version and the one between the patches are stale, whatever their order as numbers")
+	}
+	if w.stale(at("25")) {
+		t.Fatal("a version no patch produced is stale because it is below the written one as a number")
+	}
 	w.wrote("u1", "a", "b")
 	if !w.stale(at("a")) || w.stale(at("b")) {
 		t.Fatal("opaque versions: only the starting version is stale")
@@ -207,25 +218,26 @@ func TestOwnStatusWritesWakeNothing(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		wrote    [2]string // from, to
+		wrote    []string // from, then each version a patch produced
 		waiting  bool
 		old, new *infrav1.TerraformMachine
 		wake     bool
 	}{
-		{"nothing written by this manager", [2]string{}, false, at("10"), at("11"), true},
-		{"the status patch this manager wrote", [2]string{"10", "12"}, false, at("11"), at("12"), false},
-		{"the version between the metadata and the status patch", [2]string{"10", "12"}, false, at("10"), at("11"), false},
-		{"someone else's status write after it", [2]string{"10", "12"}, false, at("12"), at("13"), true},
-		{"an older version than the writing pass started from", [2]string{"10", "12"}, false, at("9"), at("10"), true},
-		{"a finalizer change, though this manager wrote it", [2]string{"10", "12"}, false, at("11"), at("12", "f"), true},
-		{"the write a pass found the cache behind of", [2]string{"10", "12"}, true, at("11"), at("12"), true},
-		{"opaque versions", [2]string{"a", "b"}, false, at("a"), at("b"), true},
+		{"nothing written by this manager", nil, false, at("10"), at("11"), true},
+		{"the status patch this manager wrote", []string{"10", "11", "12"}, false, at("11"), at("12"), false},
+		{"the version between the metadata and the status patch", []string{"10", "11", "12"}, false, at("10"), at("11"), false},
+		{"someone else's status write after it", []string{"10", "11", "12"}, false, at("12"), at("13"), true},
+		{"someone else's write between, as a number", []string{"10", "12"}, false, at("10"), at("11"), true},
+		{"an older version than the writing pass started from", []string{"10", "11", "12"}, false, at("9"), at("10"), true},
+		{"a finalizer change, though this manager wrote it", []string{"10", "11", "12"}, false, at("11"), at("12", "f"), true},
+		{"the write a pass found the cache behind of", []string{"10", "11", "12"}, true, at("11"), at("12"), true},
+		{"opaque versions this manager wrote", []string{"a", "b"}, false, at("a"), at("b"), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := &Flow{written: &written{}}
-			if c.wrote[0] != "" {
-				f.written.wrote("u1", c.wrote[0], c.wrote[1])
+			for _, v := range c.wrote[min(1, len(c.wrote)):] {
+				f.written.wrote("u1", c.wrote[0], v)
 			}
 			if c.waiting && !f.written.stale(at(c.wrote[0])) {
 				t.Fatal("the starting version is not stale")
