@@ -47,12 +47,6 @@ type exportsEntry struct {
 	set     bool
 }
 
-// listState lists the Secrets carrying the backend's labels for suffix.
-func listState(ctx context.Context, r client.Reader, list *corev1.SecretList, namespace, suffix string) error {
-	return r.List(ctx, list, client.InNamespace(namespace),
-		client.MatchingLabels{state.BackendStateLabel: "true", state.BackendSuffixLabel: suffix}, client.UnsafeDisableDeepCopy)
-}
-
 // stateVersion is the cache key of a state's Secrets: their names and
 // resource versions, sorted.
 func stateVersion(items []corev1.Secret) string {
@@ -70,12 +64,12 @@ func stateVersion(items []corev1.Secret) string {
 // lists without their data (state.ErrNotCached) are listed again through
 // live.
 func (c *exportsCache) readClusterExports(ctx context.Context, r, live client.Reader, namespace, suffix string) (json.RawMessage, bool, error) {
-	var list corev1.SecretList
-	if err := listState(ctx, r, &list, namespace, suffix); err != nil {
+	secrets, err := state.List(ctx, r, namespace, suffix)
+	if err != nil {
 		return nil, false, err
 	}
 	key := namespace + "/" + suffix
-	version := stateVersion(list.Items)
+	version := stateVersion(secrets)
 	if c != nil {
 		c.mu.Lock()
 		e, ok := c.m[key]
@@ -84,14 +78,13 @@ func (c *exportsCache) readClusterExports(ctx context.Context, r, live client.Re
 			return slices.Clone(e.exports), e.set, nil
 		}
 	}
-	st, err := state.FromSecrets(list.Items, suffix, state.DefaultLimits)
+	st, err := state.FromSecrets(secrets, suffix, state.DefaultLimits)
 	if errors.Is(err, state.ErrNotCached) && live != nil {
-		list = corev1.SecretList{}
-		if err := listState(ctx, live, &list, namespace, suffix); err != nil {
+		if secrets, err = state.List(ctx, live, namespace, suffix); err != nil {
 			return nil, false, err
 		}
-		version = stateVersion(list.Items)
-		st, err = state.FromSecrets(list.Items, suffix, state.DefaultLimits)
+		version = stateVersion(secrets)
+		st, err = state.FromSecrets(secrets, suffix, state.DefaultLimits)
 	}
 	if err != nil {
 		return nil, false, err

@@ -18,17 +18,20 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
+// durablePrefix starts every durable inputs Secret's name.
+const durablePrefix = "captf-inputs-"
+
 // DurableName is the durable inputs Secret's name:
 // captf-inputs-<kindshort>-<name>.
 func DurableName(kind infrav1.WorkloadKind, name string) string {
-	return "captf-inputs-" + kind.Short() + "-" + name
+	return durablePrefix + kind.Short() + "-" + name
 }
 
 // ParseDurableName is DurableName's inverse: the kind and object name a
 // durable inputs Secret's name stands for.
 func ParseDurableName(secret string) (infrav1.WorkloadKind, string, bool) {
 	for _, k := range infrav1.WorkloadKinds() {
-		if name, ok := strings.CutPrefix(secret, "captf-inputs-"+k.Short()+"-"); ok && name != "" {
+		if name, ok := strings.CutPrefix(secret, durablePrefix+k.Short()+"-"); ok && name != "" {
 			return k, name, true
 		}
 	}

@@ -70,13 +70,23 @@ func backendSelector(suffix string) client.MatchingLabels {
 // state exists but cannot be read whole (use ReasonOf for the StateReadable
 // reason), and any other error for a failed API call.
 func Read(ctx context.Context, c client.Reader, namespace, suffix string, lim Limits) (*State, error) {
+	secrets, err := List(ctx, c, namespace, suffix)
+	if err != nil {
+		return nil, err
+	}
+	return FromSecrets(secrets, suffix, lim)
+}
+
+// List lists the Secrets carrying the backend's labels for suffix through
+// c, for FromSecrets. The reader never modifies what it lists, so a cache
+// may hand over its own objects instead of copying the whole state on
+// every read: the caller must not modify them either.
+func List(ctx context.Context, c client.Reader, namespace, suffix string) ([]corev1.Secret, error) {
 	var list corev1.SecretList
-	// The reader never modifies what it lists, so a cache may hand over its
-	// own objects instead of copying the whole state on every read.
 	if err := c.List(ctx, &list, client.InNamespace(namespace), backendSelector(suffix), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list state Secrets for suffix %s in namespace %s: %w", suffix, namespace, err)
 	}
-	return FromSecrets(list.Items, suffix, lim)
+	return list.Items, nil
 }
 
 // FromSecrets reads a state from the Secrets that carry the backend's labels
