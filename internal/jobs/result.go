@@ -13,6 +13,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // Bounds of status.lastRun and status.source (reference-facts §11.9).
@@ -300,20 +301,14 @@ func knownErrorKind(k infrav1.RunErrorKind) bool {
 	return false
 }
 
-// truncate cuts s to at most n bytes on a UTF-8 boundary and replaces
-// invalid UTF-8.
+// truncate replaces invalid UTF-8 in s with U+FFFD, then cuts it to at
+// most n bytes without splitting a rune: what the result document says
+// goes into status as valid UTF-8 within its bound.
 func truncate(s string, n int) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return text.Truncate(s, n)
 }
 
 func clampInt32(v int) int32 {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	batchv1 "k8s.io/api/batch/v1"
@@ -28,6 +27,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // act carries out the decision.
@@ -595,17 +595,7 @@ func (f *Flow) reportJobNameTaken(p *Pass, op infrav1.Operation, msg string) {
 }
 
 // capMessage keeps a condition message within 1024 bytes.
-func capMessage(m string) string {
-	const n = 1024
-	if len(m) <= n {
-		return m
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(m[cut]) {
-		cut--
-	}
-	return m[:cut]
-}
+func capMessage(m string) string { return text.Truncate(m, 1024) }
 
 // reportLeaseWait reports a lease wait on the operation's condition.
 func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
@@ -667,9 +657,5 @@ func quoteCapped(v string, n int) string {
 	if len(v) <= n {
 		return strconv.Quote(v)
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (cut from %d bytes)", len(v))
+	return strconv.Quote(text.Truncate(v, n)) + fmt.Sprintf(" (cut from %d bytes)", len(v))
 }

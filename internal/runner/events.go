@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // Event emission limits: each request gets eventRequestTimeout; after
@@ -95,7 +95,7 @@ func newAsyncRecorder(sink eventSink, ref ObjectRef, jobName string) *asyncRecor
 			Name:       ref.Name,
 			UID:        types.UID(ref.UID),
 		},
-		instance: result.TruncateUTF8(host, 128),
+		instance: text.Truncate(host, 128),
 		queue:    make(chan *eventsv1.Event, eventQueue),
 		done:     make(chan struct{}),
 	}
@@ -116,18 +116,18 @@ func (r *asyncRecorder) Emit(eventType, reason, action, note string) {
 	now := time.Now()
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%x%02x", result.TruncateUTF8(r.regard.Name, 200), now.UnixNano(), r.seq%256),
+			Name:      fmt.Sprintf("%s.%x%02x", text.Truncate(r.regard.Name, 200), now.UnixNano(), r.seq%256),
 			Namespace: r.regard.Namespace,
 		},
 		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: ReportingController,
 		ReportingInstance:   r.instance,
-		Action:              result.TruncateUTF8(action, 128),
+		Action:              text.Truncate(action, 128),
 		Reason:              reason,
 		Type:                eventType,
 		Regarding:           r.regard,
 		Related:             r.related,
-		Note:                result.TruncateUTF8(note, eventNoteMax),
+		Note:                text.Truncate(note, eventNoteMax),
 	}
 	select {
 	case r.queue <- ev:

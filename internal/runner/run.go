@@ -12,6 +12,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // Step names, as they appear in the result document and the events.
@@ -501,7 +502,7 @@ func (r *runState) fail(kind infrav1.RunErrorKind, step, summary string) {
 	r.doc.Error = &result.Error{
 		Kind: kind,
 		Step: result.StepName(step),
-		Tail: result.TruncateUTF8(summary, result.MaxSummaryBytes),
+		Tail: text.Truncate(summary, result.MaxSummaryBytes),
 	}
 	klog.InfoS("Run failed", "kind", kind, "step", step, "summary", r.doc.Error.Tail)
 }

@@ -12,6 +12,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // ansiEscape matches CSI sequences (colors, cursor moves) and OSC sequences
@@ -198,7 +199,7 @@ func joinCapped(parts []string, sep string, limit int) string {
 		}
 		if b.Len()+len(add) > limit {
 			if i == 0 {
-				return result.TruncateUTF8(p, limit)
+				return text.Truncate(p, limit)
 			}
 			break
 		}
@@ -253,7 +254,7 @@ func RuntimeVersion(b []byte) string {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return ""
 	}
-	return result.TruncateUTF8(cleanLine(v.TerraformVersion), 64)
+	return text.Truncate(cleanLine(v.TerraformVersion), 64)
 }
 
 // ManagedResources counts the managed resources in state list output

@@ -168,7 +168,7 @@ func quantityText(v json.RawMessage) (string, error) {
 	case len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')):
 		return string(v), nil
 	default:
-		return "", fmt.Errorf("quantity must be a string or a number, got %s", truncate(string(v), 32))
+		return "", fmt.Errorf("quantity must be a string or a number, got %s", shorten(string(v), 32))
 	}
 }
 
@@ -195,7 +195,7 @@ func ParseNodeInfo(raw string) (*infrav1.NodeInfo, error) {
 	if v.Architecture != nil {
 		a := infrav1.Architecture(*v.Architecture)
 		if !slices.Contains(architectures, a) {
-			return nil, fmt.Errorf("architecture %q is not one of amd64, arm64, s390x, ppc64le", truncate(*v.Architecture, 32))
+			return nil, fmt.Errorf("architecture %q is not one of amd64, arm64, s390x, ppc64le", shorten(*v.Architecture, 32))
 		}
 		n.Architecture = a
 	}
@@ -213,11 +213,4 @@ func onlyOneValue(dec *json.Decoder) error {
 		return errors.New("has data after the JSON object")
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -189,3 +189,30 @@ func BenchmarkResolve(b *testing.B) {
 		Resolve(img, labels)
 	}
 }
+
+// TestShorten checks the cut of a label value echoed into an error, a
+// condition message or an event note: within its bound, marked with "...",
+// and never inside a rune (a value cut mid-rune would reach the API as
+// invalid UTF-8).
+func TestShorten(t *testing.T) {
+	cases := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"amd64", 32, "amd64"},
+		{strings.Repeat("x", 32), 32, strings.Repeat("x", 32)},
+		{strings.Repeat("x", 33), 32, strings.Repeat("x", 29) + "..."},
+		{"aaaaaa€€€€", 12, "aaaaaa€..."},
+		{"aaaaaaa€€€€", 12, "aaaaaaa..."},
+	}
+	for _, c := range cases {
+		got := shorten(c.s, c.n)
+		if got != c.want || len(got) > c.n {
+			t.Errorf("shorten(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+	if got := limit(strings.Repeat("é", maxMessage)); len(got) != maxMessage-1 || !strings.HasSuffix(got, "é...") {
+		t.Errorf("limit of %d two-byte runes = %d bytes ending %q", maxMessage, len(got), got[len(got)-8:])
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +25,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // Name is the controller's name (the controller label of
@@ -257,9 +257,14 @@ func (r *Reconciler) report(log logr.Logger, t *infrav1.TerraformMachineTemplate
 	}
 }
 
-func limit(s string) string {
-	if len(s) <= maxMessage {
+// limit keeps a condition message or event note within maxMessage bytes.
+func limit(s string) string { return shorten(s, maxMessage) }
+
+// shorten cuts s to at most n bytes, ending it with "..." when it was cut,
+// without splitting a UTF-8 sequence.
+func shorten(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxMessage-3], "") + "..."
+	return text.Truncate(s, n-len("...")) + "..."
 }

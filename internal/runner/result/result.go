@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"unicode/utf8"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 const (
@@ -171,11 +171,11 @@ func Marshal(d *Document) ([]byte, error) {
 		c.Steps[i].Seconds = math.Round(c.Steps[i].Seconds*1000) / 1000
 	}
 	if c.Error != nil {
-		c.Error.Tail = TruncateUTF8(c.Error.Tail, MaxSummaryBytes)
+		c.Error.Tail = text.Truncate(c.Error.Tail, MaxSummaryBytes)
 	}
 	if c.Plan != nil {
 		for i, r := range c.Plan.Resources {
-			c.Plan.Resources[i] = TruncateUTF8(r, MaxResourceBytes)
+			c.Plan.Resources[i] = text.Truncate(r, MaxResourceBytes)
 		}
 	}
 	if c.Plan != nil && len(c.Plan.Resources) > MaxPlanResources {
@@ -246,7 +246,7 @@ func Marshal(d *Document) ([]byte, error) {
 			continue
 		}
 		if over := len(b) - MaxBytes; c.Image.Ref != "" {
-			c.Image.Ref = TruncateUTF8(c.Image.Ref, max(0, len(c.Image.Ref)-over-8))
+			c.Image.Ref = text.Truncate(c.Image.Ref, max(0, len(c.Image.Ref)-over-8))
 			continue
 		}
 		return nil, fmt.Errorf("result document is %d bytes even without its optional parts, over the %d-byte cap", len(b), MaxBytes)
@@ -308,19 +308,4 @@ func copyDoc(d *Document) *Document {
 		c.Module = &Module{UndeclaredOutputs: append([]string{}, d.Module.UndeclaredOutputs...)}
 	}
 	return &c
-}
-
-// TruncateUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
-func TruncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }
