@@ -101,8 +101,8 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 	*plan = c.Result.PlanPreview(job.Name, job.Annotations[infrav1.InputsHashAnnotation], created)
 	msg := fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy; approve with: kubectl annotate %s %s -n %s %s=%s --overwrite",
 		pl.Hash, pl.Add, pl.Change, pl.Destroy, strings.ToLower(string(p.Kind)), p.Obj.GetName(), p.Obj.GetNamespace(), infrav1.ApprovePlanAnnotation, pl.Hash)
-	if len(c.Result.Clamped) > 0 {
-		msg += "; the runner's result was brought within bounds: " + strings.Join(c.Result.Clamped, "; ")
+	if note := clampedNote(c); note != "" {
+		msg += "; " + note
 	}
 	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
 	return msg
