@@ -88,6 +88,12 @@ func claim(ns string, kind infrav1.WorkloadKind, name, job string, op infrav1.Op
 	}
 }
 
+// rival is c claimed for another Job of the same object.
+func rival(c Claim, job string) Claim {
+	c.Job = job
+	return c
+}
+
 func getLease(t testing.TB, ns, name string) *coordinationv1.Lease {
 	t.Helper()
 	l := &coordinationv1.Lease{}
@@ -144,8 +150,7 @@ func TestRunLease(t *testing.T) {
 	ns := namespace(t)
 	l := manager(t)
 	a := claim(ns, infrav1.KindTerraformMachine, "prod-cp-1", "captf-m-prod-cp-1-apply-a1-aaaaaa", infrav1.OperationApply)
-	b := a
-	b.Job = "captf-m-prod-cp-1-apply-a2-bbbbbb"
+	b := rival(a, "captf-m-prod-cp-1-apply-a2-bbbbbb")
 	name := RunName(a.Suffix)
 
 	t.Run("the first acquire creates captf-run-<suffix> held by the Job, with its labels and annotations", func(t *testing.T) {
@@ -195,6 +200,9 @@ func TestRunLease(t *testing.T) {
 		if err != nil || out.Acquired || out.State != Live {
 			t.Fatalf("AcquireRun = %+v, %v", out, err)
 		}
+		if h, state, err := l.RunHolder(ctx, ns, a.Suffix); err != nil || h.Name != a.Job || state != Live {
+			t.Errorf("RunHolder = %+v, %s, %v", h, state, err)
+		}
 	})
 	t.Run("a finished holder is taken over", func(t *testing.T) {
 		finishJob(t, job)
@@ -243,6 +251,9 @@ func TestRunLease(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("lease still there: %v", err)
 		}
+		if h, state, err := l.RunHolder(ctx, ns, a.Suffix); err != nil || state != Free || h.Name != "" {
+			t.Errorf("RunHolder = %+v, %s, %v", h, state, err)
+		}
 	})
 	t.Run("releasing a lease that does not exist is fine", func(t *testing.T) {
 		if err := l.ReleaseRun(ctx, ns, "nothing", "job"); err != nil {
@@ -257,16 +268,20 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 	clock := start
 	l := manager(t)
 	l.Now = func() time.Time { return clock }
-
-	t.Run("a holder whose Job never appeared is taken over only after the 2-minute grace", func(t *testing.T) {
-		ns := namespace(t)
+	// held starts a case at start in a fresh namespace: a's Job holds its
+	// object's run lease, and b claims it for the object's next Job, jobB.
+	held := func(t *testing.T, kind infrav1.WorkloadKind, name string, op infrav1.Operation, jobA, jobB string) (a, b Claim) {
+		t.Helper()
 		clock = start
-		a := claim(ns, infrav1.KindTerraformMachinePool, "pool", "captf-mp-pool-apply-a1-aaaaaa", infrav1.OperationApply)
-		b := a
-		b.Job = "captf-mp-pool-apply-a1-bbbbbb"
+		a = claim(namespace(t), kind, name, jobA, op)
 		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
 			t.Fatalf("AcquireRun(a) = %+v, %v", out, err)
 		}
+		return a, rival(a, jobB)
+	}
+
+	t.Run("a holder whose Job never appeared is taken over only after the 2-minute grace", func(t *testing.T) {
+		_, b := held(t, infrav1.KindTerraformMachinePool, "pool", infrav1.OperationApply, "captf-mp-pool-apply-a1-aaaaaa", "captf-mp-pool-apply-a1-bbbbbb")
 		clock = start.Add(MissingHolderGrace - time.Second)
 		if out, err := l.AcquireRun(ctx, b); err != nil || out.Acquired || out.State != Pending {
 			t.Fatalf("within the grace: %+v, %v", out, err)
@@ -278,16 +293,9 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 		}
 	})
 	t.Run("a gone Job whose pod still terminates keeps its lease", func(t *testing.T) {
-		ns := namespace(t)
-		clock = start
-		a := claim(ns, infrav1.KindTerraformMachine, "m", "captf-m-m-destroy-a1-aaaaaa", infrav1.OperationDestroy)
-		b := a
-		b.Job = "captf-m-m-destroy-a2-bbbbbb"
-		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
-			t.Fatalf("AcquireRun(a) = %+v, %v", out, err)
-		}
+		a, b := held(t, infrav1.KindTerraformMachine, "m", infrav1.OperationDestroy, "captf-m-m-destroy-a1-aaaaaa", "captf-m-m-destroy-a2-bbbbbb")
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: a.Job + "-x7k2p", Namespace: ns, Labels: map[string]string{batchv1.JobNameLabel: a.Job}},
+			ObjectMeta: metav1.ObjectMeta{Name: a.Job + "-x7k2p", Namespace: a.Owner.Namespace, Labels: map[string]string{batchv1.JobNameLabel: a.Job}},
 			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x:1"}}},
 		}
 		if err := k8s.Create(ctx, pod); err != nil {
@@ -306,15 +314,8 @@ func TestRunLeaseTakeoverRules(t *testing.T) {
 		}
 	})
 	t.Run("a Job past its deadline plus the backstop is taken over", func(t *testing.T) {
-		ns := namespace(t)
-		clock = start
-		a := claim(ns, infrav1.KindTerraformCluster, "prod", "captf-c-prod-apply-a1-aaaaaa", infrav1.OperationApply)
-		b := a
-		b.Job = "captf-c-prod-apply-a2-bbbbbb"
-		if out, err := l.AcquireRun(ctx, a); err != nil || !out.Acquired {
-			t.Fatalf("AcquireRun(a) = %+v, %v", out, err)
-		}
-		createJob(t, ns, a.Job, 600)
+		a, b := held(t, infrav1.KindTerraformCluster, "prod", infrav1.OperationApply, "captf-c-prod-apply-a1-aaaaaa", "captf-c-prod-apply-a2-bbbbbb")
+		createJob(t, a.Owner.Namespace, a.Job, 600)
 		clock = time.Now().Add(10*time.Minute + DeadlineBackstop - time.Minute)
 		if out, err := l.AcquireRun(ctx, b); err != nil || out.Acquired || out.State != Live {
 			t.Fatalf("before deadline + backstop: %+v, %v", out, err)
@@ -442,6 +443,9 @@ func TestClusterOperationGate(t *testing.T) {
 		lease := getLease(t, ns, clusterLease)
 		if holderOf(lease) != tc.Job || lease.Labels[infrav1.LeaseLabel] != "cluster" || lease.Labels[infrav1.ManagedLabel] != "true" {
 			t.Errorf("cluster lease = %+v %+v", lease.Labels, lease.Spec)
+		}
+		if h, state, err := l.ClusterHolder(ctx, ns, "prod"); err != nil || h.Name != tc.Job || state != Pending {
+			t.Errorf("ClusterHolder = %+v, %s, %v", h, state, err)
 		}
 	})
 	t.Run("a machine apply backs off while it is held, giving its run lease back: WaitingForClusterOperation", func(t *testing.T) {

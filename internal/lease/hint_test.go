@@ -51,8 +51,7 @@ func TestRunLeaseStaleHint(t *testing.T) {
 	ns := namespace(t)
 	live := manager(t)
 	a := claim(ns, infrav1.KindTerraformMachine, "prod-md-1", "captf-m-prod-md-1-apply-a1-aaaaaa", infrav1.OperationApply)
-	b := a
-	b.Job = "captf-m-prod-md-1-apply-a2-bbbbbb"
+	b := rival(a, "captf-m-prod-md-1-apply-a2-bbbbbb")
 	name := RunName(a.Suffix)
 	hinted := func(lease *coordinationv1.Lease) (*Leases, *countingReader) {
 		r := &countingReader{Reader: live.Reader}

@@ -109,7 +109,7 @@ func (l *Leases) AcquireRun(ctx context.Context, c Claim) (Outcome, error) {
 		return Outcome{}, err
 	}
 	key := types.NamespacedName{Namespace: c.Owner.Namespace, Name: RunName(c.Suffix)}
-	return l.acquire(ctx, key, runLabels(c.Owner), c.Job, c.Op)
+	return l.acquire(ctx, key, leaseLabels(c.Owner, infrav1.LeaseRun), c.Job, c.Op)
 }
 
 // AcquireCluster takes the Cluster's write lease for a TerraformCluster's
@@ -122,7 +122,7 @@ func (l *Leases) AcquireCluster(ctx context.Context, c Claim) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("%s %s/%s has no cluster name for a cluster lease", c.Owner.Kind, c.Owner.Namespace, c.Owner.Name)
 	}
 	key := types.NamespacedName{Namespace: c.Owner.Namespace, Name: ClusterName(c.Owner.Namespace, c.Owner.ClusterName)}
-	return l.acquire(ctx, key, clusterLabels(c.Owner), c.Job, c.Op)
+	return l.acquire(ctx, key, leaseLabels(c.Owner, infrav1.LeaseCluster), c.Job, c.Op)
 }
 
 // ReleaseRun gives the object's run lease back if job holds it; a lease
@@ -251,26 +251,19 @@ func (l *Leases) Leave(ctx context.Context, c Claim) error {
 // RunHolder reads an object's run lease and judges its holder; a missing
 // lease is Free.
 func (l *Leases) RunHolder(ctx context.Context, namespace, suffix string) (Holder, HolderState, error) {
-	lease := &coordinationv1.Lease{}
-	key := types.NamespacedName{Namespace: namespace, Name: RunName(suffix)}
-	if err := l.Reader.Get(ctx, key, lease); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Holder{}, Free, nil
-		}
-		return Holder{}, "", fmt.Errorf("failed to read Lease %s: %w", key, err)
-	}
-	h, err := l.holder(ctx, lease)
-	if err != nil {
-		return Holder{}, "", err
-	}
-	return h, Assess(h, l.now()), nil
+	return l.judge(ctx, types.NamespacedName{Namespace: namespace, Name: RunName(suffix)})
 }
 
 // ClusterHolder reads the Cluster's write lease and judges its holder; a
 // missing lease is Free.
 func (l *Leases) ClusterHolder(ctx context.Context, namespace, cluster string) (Holder, HolderState, error) {
+	return l.judge(ctx, types.NamespacedName{Namespace: namespace, Name: ClusterName(namespace, cluster)})
+}
+
+// judge reads the lease at key, live, and judges its holder; a missing
+// lease is Free.
+func (l *Leases) judge(ctx context.Context, key types.NamespacedName) (Holder, HolderState, error) {
 	lease := &coordinationv1.Lease{}
-	key := types.NamespacedName{Namespace: namespace, Name: ClusterName(namespace, cluster)}
 	if err := l.Reader.Get(ctx, key, lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Holder{}, Free, nil
@@ -550,18 +543,11 @@ func renewed(lease *coordinationv1.Lease) time.Time {
 	return lease.CreationTimestamp.Time
 }
 
-// runLabels are an object's run lease labels: captf.io/lease=run, the
-// owner's kind and name, the cluster name when known, and managed.
-func runLabels(o owner.Owner) map[string]string {
+// leaseLabels are a lease's labels: captf.io/lease (run or cluster), the
+// owner's kind and name (for a cluster lease, the TerraformCluster's), the
+// cluster name when known, and managed.
+func leaseLabels(o owner.Owner, which string) map[string]string {
 	l := o.Labels()
-	l[infrav1.LeaseLabel] = infrav1.LeaseRun
-	return l
-}
-
-// clusterLabels are a Cluster's write lease labels: captf.io/lease=cluster,
-// managed, the TerraformCluster as owner and the cluster name.
-func clusterLabels(o owner.Owner) map[string]string {
-	l := o.Labels()
-	l[infrav1.LeaseLabel] = infrav1.LeaseCluster
+	l[infrav1.LeaseLabel] = which
 	return l
 }
