@@ -40,12 +40,15 @@ type Adapter interface {
 
 	// ObserveOutputs decodes the state's root outputs (p.State, read this
 	// pass) into the object's status and the OutputsValid and
-	// InfrastructureHealthy conditions, and latches provisioned.
+	// InfrastructureHealthy conditions, and latches provisioned. A
+	// TerraformCluster also writes the module's control-plane endpoint
+	// back into its spec here, once.
 	ObserveOutputs(ctx context.Context, p *Pass) error
 
 	// After runs the kind's own steps once the shared flow has decided and
-	// acted (a machine's remediation annotation, a pool's replica
-	// write-back, a cluster's endpoint write-back).
+	// acted, when no Job is active: a machine's remediation annotation on
+	// its Machine, a pool's replica write-back to its MachinePool. A
+	// TerraformCluster has none.
 	After(ctx context.Context, p *Pass) error
 
 	// Fields returns the kind's own spec and status fields the shared flow
@@ -78,8 +81,12 @@ type KindFields struct {
 type Wait struct {
 	Reason  string
 	Message string
-	// Status is the condition status to report: False for a definite
-	// problem, Unknown (the default) for a wait.
+	// False reports the condition with status False instead of Unknown
+	// (the default). The owner lookups set it where the book's
+	// DependenciesReady is False: an owner or Cluster that is gone, an
+	// owner that fails the back-reference checks, a Cluster whose
+	// infrastructure is not a TerraformCluster, a Machine or MachinePool
+	// owner reference still pending (reference-facts §1.3).
 	False bool
 	// metric is the reason label of captf_lease_waits_total, for a lease
 	// wait.

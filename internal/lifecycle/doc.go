@@ -4,29 +4,42 @@
 // owner lookup, how it builds its inputs, what it does with its outputs, and
 // what it does after the flow.
 //
-// One pass, in order (flow.go runs the steps; each has its own file):
+// One pass, in order (flow.go runs the steps: Reconcile the preamble and
+// patchStatus, passSteps those between; each has its own file). Reconcile
+// leaves an object with Cluster API's externally-managed annotation before
+// any step runs. An unpaused pass:
 //
-//	preamble      preamble.go: externally managed, owner lookup (an owner
-//	              wait ends the pass unless the object is being deleted),
-//	              finalizer, pause; a paused pass runs bookkeeping, adopts
-//	              the state of an apply that finished while paused and
-//	              clears the move block (the paused branch), then decide
-//	credentials   credentials.go: identity, credential mirror, runner RBAC
-//	              (not when paused)
-//	bookkeeping   bookkeeping.go: finished Jobs into status, digest pin,
-//	              pruning, a Job that vanished while it ran
-//	activeJob     activejob.go: a Job is running: delete it if stuck
-//	readState     readstate.go: state, backups, adoption, outputs into
-//	              status (no Job active)
-//	buildInputs   inputs.go: the current inputs and their hash (no Job
-//	              active)
-//	decide        decide.go: internal/decide picks the next operation, or
-//	              the wait
-//	act           act.go: leases, durable inputs, the move block, the Job;
-//	              or cleanup
-//	patchStatus   status.go: conditions computed once (conditions.go), one
-//	              status patch, then Jobs marked bookkept and, after a
-//	              completed deletion, the finalizer removed
+//	preamble        preamble.go: owner lookup (an owner wait ends the pass
+//	                unless the object is being deleted), finalizer (adding
+//	                it ends the pass), pause
+//	credentials     credentials.go: identity, credential mirror, runner RBAC
+//	bookkeeping     bookkeeping.go: finished Jobs into status, digest pin,
+//	                pruning, a Job that vanished while it ran
+//	activeJob       activejob.go: a Job is running: delete it if stuck
+//	clearMoveBlock  activejob.go: clusterctl's block-move annotation removed
+//	                once no Job is active (written by the status step's
+//	                metadata patch)
+//	readState       readstate.go: state, backups, adoption, outputs into
+//	                status (no Job active)
+//	buildInputs     inputs.go: the current inputs and their hash (no Job
+//	                active)
+//	decide          decide.go: internal/decide picks the next operation, or
+//	                the wait
+//	act             act.go: leases, durable inputs, the move block, the Job;
+//	                or cleanup
+//	after           flow.go: the kind's own steps (Adapter.After: a
+//	                machine's remediation annotation, a pool's replica
+//	                write-back), not while a Job is active
+//	patchStatus     status.go: conditions computed once (conditions.go), one
+//	                status patch, then Jobs marked bookkept and, after a
+//	                completed deletion, the finalizer removed
+//
+// A paused pass runs preamble, then bookkeeping, pausedBranch
+// (preamble.go: delete a Job that can never start; once no Job is active,
+// adopt the state of an apply that finished while paused, then
+// clearMoveBlock), decide (which waits on the pause) and act, then
+// patchStatus: no credentials, no state read for the decision, no inputs,
+// no after.
 //
 // The pass takes its snapshot (with the patch helper) before any step runs;
 // its writes go out as one merge patch of the status and at most one of

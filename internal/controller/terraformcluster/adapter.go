@@ -164,8 +164,8 @@ func equalFailureDomains(a, b []clusterv1.FailureDomain) bool {
 	return true
 }
 
-// After implements lifecycle.Adapter; a cluster's own steps run within
-// the flow.
+// After implements lifecycle.Adapter: a TerraformCluster has no step after
+// the flow (its endpoint write-back is part of ObserveOutputs).
 func (a *Adapter) After(context.Context, *lifecycle.Pass) error { return nil }
 
 // controlPlaneInitialized is what CAPI says of the Cluster's control plane:
