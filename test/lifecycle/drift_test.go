@@ -241,12 +241,7 @@ func TestDriftAndHealth(t *testing.T) {
 
 	t.Run("cluster_failed_reapply_keeps_Ready", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedTC("prod", nil)
-		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
-		e.advance(time.Minute)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := reapplyingCluster(t)
 		e.advance(time.Minute)
 		e.finishJob(job, failed, nil)
 		e.mustPass(w.TC)

@@ -1016,15 +1016,47 @@ func provisioned(obj client.Object) bool {
 	return s.Initialization != nil && s.Initialization.Provisioned != nil && *s.Initialization.Provisioned
 }
 
+// startApply runs the two passes that start obj's apply (for a new object,
+// the finalizer pass and the pass that creates the Job) and returns the
+// apply Job, failing the test when there is none.
+func (e *env) startApply(obj client.Object) *batchv1.Job {
+	e.t.Helper()
+	e.mustPass(obj)
+	e.mustPass(obj)
+	return e.wantJob(obj, infrav1.OperationApply)
+}
+
+// applyingCluster is a new environment with a new TerraformCluster prod
+// whose apply startApply has just started: the environment, the cluster's
+// objects and the apply Job.
+func applyingCluster(t *testing.T) (*env, *world, *batchv1.Job) {
+	t.Helper()
+	e := newEnv(t)
+	w := e.newCluster("prod", nil)
+	return e, w, e.startApply(w.TC)
+}
+
+// reapplyingCluster is a new environment with a provisioned
+// TerraformCluster prod whose spec.variables changed (largeVariables), and
+// the apply of those new inputs that a pass a minute later started: the
+// environment, the cluster's objects and the apply Job.
+func reapplyingCluster(t *testing.T) (*env, *world, *batchv1.Job) {
+	t.Helper()
+	e := newEnv(t)
+	w := e.provisionedTC("prod", nil)
+	e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
+	e.advance(time.Minute)
+	e.mustPass(w.TC)
+	return e, w, e.wantJob(w.TC, infrav1.OperationApply)
+}
+
 // bringUp runs obj from creation through its first successful apply: the
 // finalizer pass, the pass that starts the apply, the apply finishing with
 // the state st written by it, and the pass that reads it. It returns the
 // apply Job.
 func (e *env) bringUp(obj client.Object, st *tfstate) *batchv1.Job {
 	e.t.Helper()
-	e.mustPass(obj)
-	e.mustPass(obj)
-	job := e.wantJob(obj, infrav1.OperationApply)
+	job := e.startApply(obj)
 	e.advance(30 * time.Second)
 	e.writeState(obj, st)
 	e.finishJob(job, succeeded, nil)

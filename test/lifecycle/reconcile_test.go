@@ -110,11 +110,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("running_job_waits_and_holds_move_block", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.advance(20 * time.Second)
 		res := e.mustPass(w.TC)
 		if again := e.wantJob(w.TC, infrav1.OperationApply); again.Name != job.Name {
@@ -133,11 +129,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("succeeded_apply_sets_ApplyJobSucceeded_and_latches_provisioned", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		m := e.mark(w.TC)
 		e.advance(time.Minute)
 		e.writeState(w.TC, stateOf(1, clusterOutputs(), ""))
@@ -220,11 +212,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("paused_branch_bookkeeps_and_clears_move_block", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		// clusterctl move pauses first, then waits for the block to clear.
 		e.annotate(w.TC, clusterv1.PausedAnnotation, "")
 		e.mustPass(w.TC)
@@ -452,11 +440,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("stuck_job_is_deleted_once_a_minute_old", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		// The per-run Secret is gone and no pod ever started: the Job can
 		// never start.
 		if err := k8s.Delete(e.ctx, e.secret(jobs.RunSecretName(job.Name))); err != nil {
@@ -565,9 +549,7 @@ func TestLifecycle(t *testing.T) {
 		mw := e.newMachine(w, "prod-md-0", nil)
 		// The cluster's state carries another inputs hash: it re-applies
 		// and holds the cluster's write lease.
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		clusterApply := e.wantJob(w.TC, infrav1.OperationApply)
+		clusterApply := e.startApply(w.TC)
 		e.mustPass(mw.TM)
 		m := e.mark(mw.TM)
 		res := e.mustPass(mw.TM)
@@ -590,12 +572,7 @@ func TestLifecycle(t *testing.T) {
 	// starts no second Job of the object: the run lease is held.
 	t.Run("run_lease_keeps_a_second_Job_from_starting", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedTC("prod", nil)
-		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
-		e.advance(time.Minute)
-		e.mustPass(w.TC)
-		first := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, first := reapplyingCluster(t)
 		// What a manager whose caches lag sees: no Job carrying the
 		// object's labels, no active Job in status, and newer inputs.
 		hidden := first.DeepCopy()
@@ -648,11 +625,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("failed_pass_keeps_observedGeneration_and_returns_no_requeue", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.advance(time.Minute)
 		e.writeState(w.TC, stateOf(1, clusterOutputs(), ""))
 		e.finishJob(job, succeeded, nil)

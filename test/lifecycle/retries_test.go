@@ -43,11 +43,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 	// limit: 1m, 2m, then 10m with the default limit of 3.
 	t.Run("failed_apply_backs_off", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, a1 := applyingCluster(t)
 		m := e.mark(w.TC)
 		a2 := e.failAndWait(w.TC, a1, failed, infrav1.OperationApply, time.Minute)
 		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.JobFailedEvent)
@@ -63,11 +59,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("failed_apply_condition_names_the_Job_and_its_summary", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.finishJob(job, failed, nil)
 		e.mustPass(w.TC)
 		c := e.wantCondition(w.TC, infrav1.ApplyJobSucceededCondition, metav1.ConditionFalse, infrav1.ApplyFailedReason)
@@ -82,11 +74,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("deadline_counts_toward_backoff", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		m := e.mark(w.TC)
 		e.failAndWait(w.TC, job, deadline, infrav1.OperationApply, time.Minute)
 		e.wantEvent(w.TC, m, corev1.EventTypeWarning, infrav1.JobDeadlineExceededEvent)
@@ -95,11 +83,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("deadline_counts_even_when_the_runner_reported_interrupted", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		// On a deadline the runner gets SIGTERM and may say interrupted.
 		e.finishJob(job, deadline, doc(infrav1.OperationApply, interrupted))
 		e.advance(10 * time.Second)
@@ -110,11 +94,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("interrupted_job_does_not_back_off", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		m := e.mark(w.TC)
 		e.finishJob(job, interrupted, nil)
 		e.advance(time.Second)
@@ -136,11 +116,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 	// failures, so the next apply waits (2 failures: 2m) instead of looping.
 	t.Run("interrupted_twice_in_a_row_backs_off", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, a1 := applyingCluster(t)
 		e.finishJob(a1, interrupted, nil)
 		e.advance(time.Second)
 		e.mustPass(w.TC)
@@ -156,12 +132,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("blocked_apply_waits_for_approval_without_backoff", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedTC("prod", nil)
-		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
-		e.advance(time.Minute)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := reapplyingCluster(t)
 		if job.Annotations[infrav1.InputsHashAnnotation] == "" {
 			t.Fatal("the apply carries no inputs hash")
 		}
@@ -195,9 +166,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 		e := newEnv(t)
 		w := e.provisionedCluster("prod")
 		mw := e.newMachine(w, "prod-md-0", nil)
-		e.mustPass(mw.TM)
-		e.mustPass(mw.TM)
-		a1 := e.wantJob(mw.TM, infrav1.OperationApply)
+		a1 := e.startApply(mw.TM)
 		m := e.mark(mw.TM)
 		e.finishJob(a1, failed, doc(infrav1.OperationApply, blocked))
 		e.advance(10 * time.Second)
@@ -230,11 +199,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 	// given an approved plan (applyPolicy Automatic).
 	t.Run("forged_plan_changed_result_of_an_unapproved_apply_backs_off", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, a1 := applyingCluster(t)
 		forged := doc(infrav1.OperationApply, blocked)
 		forged.Error.Kind = infrav1.RunErrorPlanChanged
 		m := e.mark(w.TC)
@@ -255,12 +220,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 
 	t.Run("approved_destructive_apply_consumes_the_approval", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedTC("prod", nil)
-		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
-		e.advance(time.Minute)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := reapplyingCluster(t)
 		e.advance(time.Minute)
 		e.finishJob(job, blocked, nil)
 		e.mustPass(w.TC)
@@ -283,12 +243,7 @@ func TestRetriesAndBackoff(t *testing.T) {
 	// applied part of its change.
 	t.Run("interrupted_apply_is_recorded_and_stays_due", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.provisionedTC("prod", nil)
-		e.update(w.TC, func() { w.TC.Spec.Variables = largeVariables() })
-		e.advance(time.Minute)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := reapplyingCluster(t)
 		if err := k8s.Delete(e.ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}

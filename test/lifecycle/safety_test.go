@@ -235,9 +235,7 @@ func TestForeignRunNames(t *testing.T) {
 	// will have, with the clock 10 s after the failure (the retry is due at
 	// one minute).
 	next := func(e *env, w *world) string {
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		a1 := e.wantJob(w.TC, infrav1.OperationApply)
+		a1 := e.startApply(w.TC)
 		e.finishJob(a1, failed, nil)
 		e.advance(10 * time.Second)
 		e.mustPass(w.TC)

@@ -176,11 +176,7 @@ func TestTerraformState(t *testing.T) {
 	// --force-unlock.
 	t.Run("stale_lock_on_a_state_never_written_is_cleared_and_the_apply_runs", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.neverWrittenState(w.TC)
 		e.holdLock(w.TC, "lock-init-1", job.Name+"-runner", "OperationTypeInvalid")
 		// SIGKILLed: no result document.
@@ -212,11 +208,7 @@ func TestTerraformState(t *testing.T) {
 	// mid-write: StateInconsistent, and no Job until that runner is gone.
 	t.Run("state_never_written_under_a_running_runner_is_StateInconsistent", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.neverWrittenState(w.TC)
 		e.finishJobMessage(job, failed, "")
 		// A second pod of the Job is still running and holds the lock.
@@ -252,11 +244,7 @@ func TestTerraformState(t *testing.T) {
 	// exists): the manager leaves the Lease alone.
 	t.Run("stale_lock_on_a_written_state_is_force_unlocked_by_the_next_Job", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		w := e.newCluster("prod", nil)
-		e.mustPass(w.TC)
-		e.mustPass(w.TC)
-		job := e.wantJob(w.TC, infrav1.OperationApply)
+		e, w, job := applyingCluster(t)
 		e.writeState(w.TC, stateOf(1, nil, ""))
 		e.holdLock(w.TC, "lock-apply-1", job.Name+"-runner", "OperationTypeApply")
 		e.finishJobMessage(job, failed, "")
