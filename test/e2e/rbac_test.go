@@ -36,51 +36,69 @@ const (
 	blockOwnerDeletion = "OwnerReferencesPermissionEnforcement checks it when an owner reference sets blockOwnerDeletion; an admission check, never a request of its own"
 )
 
+// cachedCAPTF are the CAPTF resources the manager's cache holds.
+var cachedCAPTF = []string{"terraformclusters", "terraformmachines", "terraformmachinepools", "terraformclusteridentities", "terraformmachinetemplates"}
+
 // managerRBACExceptions are the grants of captf-manager-role that the
 // shared manager may hold without having used them by the end of
 // TestMachinePoolAndDeletion, each with the reason it is kept.
-var managerRBACExceptions = map[framework.Permission]string{
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "list"}:          informerList,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachines", Verb: "list"}:          informerList,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinepools", Verb: "list"}:      informerList,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusteridentities", Verb: "list"}: informerList,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinetemplates", Verb: "list"}:  informerList,
-	{Group: clusterv1.GroupVersion.Group, Resource: "clusters", Verb: "list"}:                 informerList,
-	{Group: clusterv1.GroupVersion.Group, Resource: "machines", Verb: "list"}:                 informerList,
-	{Group: clusterv1.GroupVersion.Group, Resource: "machinepools", Verb: "list"}:             informerList,
-	{Resource: "secrets", Verb: "list"}:                                                       informerList,
-	{Resource: "configmaps", Verb: "list"}:                                                    informerList + " (the variables cache)",
+var managerRBACExceptions = exceptions(
+	sameReason(informerList, "list", infrav1.GroupVersion.Group, cachedCAPTF...),
+	sameReason(informerList, "list", clusterv1.GroupVersion.Group, "clusters", "machines", "machinepools"),
+	sameReason(informerList, "list", "", "secrets"),
+	map[framework.Permission]string{{Resource: "configmaps", Verb: "list"}: informerList + " (the variables cache)"},
 
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters", Verb: "get"}: cachedGet,
 	// Sent in some runs and not in others, as the passes race Cluster
 	// API's writes.
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachines", Verb: "get"}:          cachedGet,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinepools", Verb: "get"}:      cachedGet,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusteridentities", Verb: "get"}: cachedGet,
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinetemplates", Verb: "get"}:  cachedGet,
-	{Group: clusterv1.GroupVersion.Group, Resource: "clusters", Verb: "get"}:                 cachedGet,
-	{Group: clusterv1.GroupVersion.Group, Resource: "machinepools", Verb: "get"}:             cachedGet,
-	{Resource: "pods", Verb: "get"}:                                  cachedGet,
-	{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "get"}: cachedGet,
+	sameReason(cachedGet, "get", infrav1.GroupVersion.Group, cachedCAPTF...),
+	sameReason(cachedGet, "get", clusterv1.GroupVersion.Group, "clusters", "machinepools"),
+	sameReason(cachedGet, "get", "", "pods"),
+	sameReason(cachedGet, "get", rbacv1.GroupName, "rolebindings"),
 
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters/finalizers", Verb: "update"}:     blockOwnerDeletion + " (a runner Job owned by its TerraformCluster)",
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachines/finalizers", Verb: "update"}:     blockOwnerDeletion + " (a runner Job owned by its TerraformMachine)",
-	{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinepools/finalizers", Verb: "update"}: blockOwnerDeletion + " (a runner Job owned by its TerraformMachinePool)",
-	{Group: batchv1.GroupName, Resource: "jobs/finalizers", Verb: "update"}:                           blockOwnerDeletion + " (a per-run Secret owned by its Job)",
+	map[framework.Permission]string{
+		{Group: infrav1.GroupVersion.Group, Resource: "terraformclusters/finalizers", Verb: "update"}:     blockOwnerDeletion + " (a runner Job owned by its TerraformCluster)",
+		{Group: infrav1.GroupVersion.Group, Resource: "terraformmachines/finalizers", Verb: "update"}:     blockOwnerDeletion + " (a runner Job owned by its TerraformMachine)",
+		{Group: infrav1.GroupVersion.Group, Resource: "terraformmachinepools/finalizers", Verb: "update"}: blockOwnerDeletion + " (a runner Job owned by its TerraformMachinePool)",
+		{Group: batchv1.GroupName, Resource: "jobs/finalizers", Verb: "update"}:                           blockOwnerDeletion + " (a per-run Secret owned by its Job)",
 
-	{Group: rbacv1.GroupName, Resource: "clusterroles", Name: "captf-runner", Verb: "bind"}: "the API server asks for it when the manager creates or updates a RoleBinding to captf-runner and does not itself hold all of captf-runner's rights (an operator may extend captf-runner for a module); never a request of its own",
-	{Group: authenticationv1.GroupName, Resource: "tokenreviews", Verb: "create"}:           "the secure diagnostics endpoint (--diagnostics-address, HTTPS by default) authenticates each scrape with a TokenReview; the scenarios run the manager without it (DiagnosticsAddress 0)",
+		{Group: rbacv1.GroupName, Resource: "clusterroles", Name: "captf-runner", Verb: "bind"}: "the API server asks for it when the manager creates or updates a RoleBinding to captf-runner and does not itself hold all of captf-runner's rights (an operator may extend captf-runner for a module); never a request of its own",
+		{Group: authenticationv1.GroupName, Resource: "tokenreviews", Verb: "create"}:           "the secure diagnostics endpoint (--diagnostics-address, HTTPS by default) authenticates each scrape with a TokenReview; the scenarios run the manager without it (DiagnosticsAddress 0)",
 
-	{Resource: "namespaces", Verb: "get"}:                                          "an identity whose allowedNamespaces has a selector: the manager reads the object's Namespace labels (uncached); the Quick Start's identity lists no selector",
-	{Resource: "configmaps", Verb: "get"}:                                          "a variablesFrom ConfigMap's values, read uncached when the inputs render; the bring-up has no ConfigMap source",
-	{Resource: "serviceaccounts", Verb: "get"}:                                     "an override runner ServiceAccount (spec.jobs.serviceAccountName) that is not cached (no captf.io/managed label), read uncached",
-	{Resource: "serviceaccounts", Verb: "patch"}:                                   "labeling a captf-runner ServiceAccount the user created captf.io/managed=true; the bring-up's namespace has none",
-	{Resource: "serviceaccounts", Verb: "delete"}:                                  "the orphan sweep, at the leader's start and every --sync-period (10 minutes), in a namespace left with no Terraform objects",
-	{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "update"}:            "the runner RoleBinding's subjects change when an object names another runner ServiceAccount",
-	{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "delete"}:            "the orphan sweep, and a managed runner RoleBinding whose roleRef differs (deleted and created again)",
-	{Group: batchv1.GroupName, Resource: "jobs", Verb: "delete"}:                   "pruning finished Jobs beyond the history limits (3 of each operation by default), and a stuck Job whose per-run Secret is gone; the bring-up runs at most two Jobs of an operation per object",
-	{Group: clusterv1.GroupVersion.Group, Resource: "machines", Verb: "patch"}:     "the remediate annotation on a Machine whose health check fails (TestMachineRemediation)",
-	{Group: clusterv1.GroupVersion.Group, Resource: "machinepools", Verb: "patch"}: "the replica count written back to a MachinePool from an autoscaled TerraformMachinePool (TestAutoscaledMachinePool)",
+		{Resource: "namespaces", Verb: "get"}:                                          "an identity whose allowedNamespaces has a selector: the manager reads the object's Namespace labels (uncached); the Quick Start's identity lists no selector",
+		{Resource: "configmaps", Verb: "get"}:                                          "a variablesFrom ConfigMap's values, read uncached when the inputs render; the bring-up has no ConfigMap source",
+		{Resource: "serviceaccounts", Verb: "get"}:                                     "an override runner ServiceAccount (spec.jobs.serviceAccountName) that is not cached (no captf.io/managed label), read uncached",
+		{Resource: "serviceaccounts", Verb: "patch"}:                                   "labeling a captf-runner ServiceAccount the user created captf.io/managed=true; the bring-up's namespace has none",
+		{Resource: "serviceaccounts", Verb: "delete"}:                                  "the orphan sweep, at the leader's start and every --sync-period (10 minutes), in a namespace left with no Terraform objects",
+		{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "update"}:            "the runner RoleBinding's subjects change when an object names another runner ServiceAccount",
+		{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "delete"}:            "the orphan sweep, and a managed runner RoleBinding whose roleRef differs (deleted and created again)",
+		{Group: batchv1.GroupName, Resource: "jobs", Verb: "delete"}:                   "pruning finished Jobs beyond the history limits (3 of each operation by default), and a stuck Job whose per-run Secret is gone; the bring-up runs at most two Jobs of an operation per object",
+		{Group: clusterv1.GroupVersion.Group, Resource: "machines", Verb: "patch"}:     "the remediate annotation on a Machine whose health check fails (TestMachineRemediation)",
+		{Group: clusterv1.GroupVersion.Group, Resource: "machinepools", Verb: "patch"}: "the replica count written back to a MachinePool from an autoscaled TerraformMachinePool (TestAutoscaledMachinePool)",
+	},
+)
+
+// sameReason gives reason to verb on each of resources in group.
+func sameReason(reason, verb, group string, resources ...string) map[framework.Permission]string {
+	m := make(map[framework.Permission]string, len(resources))
+	for _, r := range resources {
+		m[framework.Permission{Group: group, Resource: r, Verb: verb}] = reason
+	}
+	return m
+}
+
+// exceptions merges parts into one table; a permission in two parts is a
+// mistake in the table and panics.
+func exceptions(parts ...map[framework.Permission]string) map[framework.Permission]string {
+	all := map[framework.Permission]string{}
+	for _, part := range parts {
+		for p, why := range part {
+			if _, dup := all[p]; dup {
+				panic(fmt.Sprintf("managerRBACExceptions: %s is listed twice", p))
+			}
+			all[p] = why
+		}
+	}
+	return all
 }
 
 // checkManagerRBAC compares captf-manager-role, as the API server has it,
