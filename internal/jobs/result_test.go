@@ -348,3 +348,23 @@ func TestDecodeResultUndeclaredOutputs(t *testing.T) {
 		}
 	})
 }
+
+// TestTruncateReplacesInvalidUTF8 checks the cut every decoded string goes
+// through: invalid UTF-8 becomes U+FFFD before the cut, so what reaches
+// status is valid and within its bound as written.
+func TestTruncateReplacesInvalidUTF8(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"a\xffb", 10, "a\uFFFDb"},
+		{"a\xffb", 3, "a"},
+		{"ab\xff", 5, "ab\uFFFD"},
+		{"abé", 3, "ab"},
+	} {
+		if got := truncate(c.s, c.n); got != c.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
