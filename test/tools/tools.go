@@ -39,6 +39,7 @@ var toolOf = map[string]string{
 	"cert-manager-cainjector":       "certmanager",
 	"controller-gen":                "generators",
 	"kustomize":                     "generators",
+	"staticcheck":                   "staticcheck",
 }
 
 var (
