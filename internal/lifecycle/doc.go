@@ -6,35 +6,51 @@
 //
 // One pass, in order (flow.go runs the steps; each has its own file):
 //
-//	preamble      preamble.go: externally managed, owner lookup (an owner
-//	              wait ends the pass unless the object is being deleted),
-//	              finalizer, pause; a paused pass runs bookkeeping, adopts
-//	              the state of an apply that finished while paused and
-//	              clears the move block (the paused branch), then decide
-//	credentials   credentials.go: identity, credential mirror, runner RBAC
-//	              (not when paused)
-//	bookkeeping   bookkeeping.go: finished Jobs into status, digest pin,
-//	              pruning, a Job that vanished while it ran
-//	activeJob     activejob.go: a Job is running: delete it if stuck
-//	readState     readstate.go: state, backups, adoption, outputs into
-//	              status (no Job active)
-//	buildInputs   inputs.go: the current inputs and their hash (no Job
-//	              active)
-//	decide        decide.go: internal/decide picks the next operation, or
-//	              the wait
-//	act           act.go: leases, durable inputs, the move block, the Job;
-//	              or cleanup
-//	patchStatus   status.go: conditions computed once (conditions.go), one
-//	              status patch, then Jobs marked bookkept and, after a
-//	              completed deletion, the finalizer removed
+//	preamble        preamble.go: externally managed, owner lookup, the
+//	                pause read (from the first pass on), then an owner
+//	                wait ends the pass unless the object is being deleted;
+//	                the finalizer. A paused pass then runs resolvePolicy,
+//	                bookkeeping, the paused branch (a stuck Job deleted;
+//	                once no Job is active, the state of an apply that
+//	                finished while paused adopted and the move block
+//	                cleared), decide and act
+//	credentials     credentials.go: identity, credential mirror, runner
+//	                RBAC (not when paused)
+//	resolvePolicy   bookkeeping.go: the effective Job policy and whether it
+//	                is valid
+//	bookkeeping     bookkeeping.go: finished Jobs into status and facts,
+//	                digest pin, pruning, a Job that vanished while it ran
+//	activeJob       activejob.go: a Job is running: hand it its per-run
+//	                Secret, delete it if stuck
+//	clearMoveBlock  activejob.go: the move block cleared once no Job is
+//	                active
+//	readState       readstate.go: state, backups, adoption, outputs into
+//	                status (no Job active)
+//	buildInputs     inputs.go: the current inputs and their hash (no Job
+//	                active)
+//	decide          decide.go: internal/decide picks the next operation, or
+//	                the wait
+//	act             act.go: the run assembled, leases, durable inputs, the
+//	                move block, the per-run Secret and the Job (one rollback
+//	                path); or cleanup; or the wait recorded
+//	after           the kind's own steps (Adapter.After), not while a Job
+//	                is active
+//	patchStatus     status.go: compute (every condition from the facts,
+//	                conditions_set.go; the per-object gauges), write (one
+//	                status patch), after-write (events and counters, Jobs
+//	                marked bookkept, after a completed deletion the
+//	                finalizer removed)
 //
 // The pass takes its snapshot (with the patch helper) before any step runs;
 // its writes go out as one merge patch of the status and at most one of
 // metadata and spec, each locked to the version it builds on, and through
 // the patch helper only after a conflict (onepatch.go). Steps never set
-// a condition on the object: they record facts (conditions.go), and the
-// status step computes every condition from them in one place. The only
-// writes before the final status patch are the ones the book names: the
-// clusterctl move block, and the objects the flow owns (Jobs, Secrets,
-// Leases).
+// a condition on the object: they record typed facts (facts.go), and the
+// status step sets every condition from them in one place, one setter per
+// condition (conditions_set.go), whose order of precedence between facts
+// is written in the setter. The operation → condition mapping (which
+// condition an operation's Job, lease waits and refusals report on, and
+// its reasons) is internal/jobs' operation table. The only writes before
+// the final status patch are the ones the book names: the clusterctl move
+// block, and the objects the flow owns (Jobs, Secrets, Leases).
 package lifecycle
