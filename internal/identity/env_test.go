@@ -189,7 +189,7 @@ type leakCheck struct {
 }
 
 func (l *leakCheck) cond(c metav1.Condition) { l.texts = append(l.texts, c.Message, c.Reason) }
-func (l *leakCheck) verdict(v Verdict)        { l.texts = append(l.texts, v.Message, v.Reason) }
+func (l *leakCheck) verdict(v Verdict)       { l.texts = append(l.texts, v.Message, v.Reason) }
 func (l *leakCheck) events(ev []Event) {
 	for _, e := range ev {
 		l.texts = append(l.texts, e.Message, e.Reason)
