@@ -9,6 +9,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
@@ -88,6 +89,18 @@ func first(vs ...*verdict) *verdict {
 // unset: the object carries no condition t yet (its initial value is
 // due).
 func unset(p *Pass, t string) bool { return conditions.Get(p.Obj, t) == nil }
+
+// orInitial is v, the verdict of this pass's facts; without one, initial
+// when the object carries no condition t yet, else nil: t stays as it is.
+func orInitial(p *Pass, t string, v, initial *verdict) *verdict {
+	switch {
+	case v != nil:
+		return v
+	case unset(p, t):
+		return initial
+	}
+	return nil
+}
 
 // setPaused: Paused follows the pause the preamble read, from the first
 // reconcile on (owner wait and finalizer pass included), like Cluster
@@ -203,37 +216,41 @@ func setDependenciesReady(p *Pass) {
 // setIdentityAllowed: the credentials step's identity check; before the
 // first one, Unknown/IdentityCheckFailed.
 func setIdentityAllowed(p *Pass) {
-	if cr := p.facts.credentials; cr != nil {
-		v := cr.Access.Verdict
-		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.IdentityAllowedCondition, Status: v.Status, Reason: v.Reason, Message: v.Message})
-		return
-	}
-	if unset(p, infrav1.IdentityAllowedCondition) {
-		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.IdentityAllowedCondition, Status: metav1.ConditionUnknown, Reason: infrav1.IdentityCheckFailedReason})
+	initial := &verdict{status: metav1.ConditionUnknown, reason: infrav1.IdentityCheckFailedReason}
+	if v := credentialsVerdict(p, infrav1.IdentityAllowedCondition, initial, func(c *identity.Credentials) identity.Verdict { return c.Access.Verdict }); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.IdentityAllowedCondition, Status: v.status, Reason: v.reason, Message: v.message})
 	}
 }
 
 // setCredentialsMirrored: the credentials step's mirror; before the first
 // one, Unknown/MirrorPending.
 func setCredentialsMirrored(p *Pass) {
-	if cr := p.facts.credentials; cr != nil {
-		v := cr.Mirror.Verdict
-		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.CredentialsMirroredCondition, Status: v.Status, Reason: v.Reason, Message: v.Message})
-		return
-	}
-	if unset(p, infrav1.CredentialsMirroredCondition) {
-		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.CredentialsMirroredCondition, Status: metav1.ConditionUnknown, Reason: infrav1.MirrorPendingReason})
+	initial := &verdict{status: metav1.ConditionUnknown, reason: infrav1.MirrorPendingReason}
+	if v := credentialsVerdict(p, infrav1.CredentialsMirroredCondition, initial, func(c *identity.Credentials) identity.Verdict { return c.Mirror.Verdict }); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.CredentialsMirroredCondition, Status: v.status, Reason: v.reason, Message: v.message})
 	}
 }
 
 // setRunnerRBACReady: the credentials step's runner RBAC. RunnerRBACReady
-// has no Unknown reason (reference-facts §1.6), so it stays unset until
-// the credentials step has a result; Ready counts it Unknown until then.
+// has no Unknown reason (reference-facts §1.6), so it has no initial
+// value: it stays unset until the credentials step has a result, and Ready
+// counts it Unknown until then.
 func setRunnerRBACReady(p *Pass) {
-	if cr := p.facts.credentials; cr != nil {
-		v := cr.RBAC.Verdict
-		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.RunnerRBACReadyCondition, Status: v.Status, Reason: v.Reason, Message: v.Message})
+	if v := credentialsVerdict(p, infrav1.RunnerRBACReadyCondition, nil, func(c *identity.Credentials) identity.Verdict { return c.RBAC.Verdict }); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.RunnerRBACReadyCondition, Status: v.status, Reason: v.reason, Message: v.message})
 	}
+}
+
+// credentialsVerdict is what the credentials step found for condition t
+// (of picks it); without a result this pass, initial when t is unset, nil
+// to keep t as it is.
+func credentialsVerdict(p *Pass, t string, initial *verdict, of func(*identity.Credentials) identity.Verdict) *verdict {
+	var v *verdict
+	if cr := p.facts.credentials; cr != nil {
+		iv := of(cr)
+		v = &verdict{iv.Status, iv.Reason, iv.Message}
+	}
+	return orInitial(p, t, v, initial)
 }
 
 // setApplyJobSucceeded covers the last apply or destroy Job (and a plan
@@ -244,14 +261,9 @@ func setRunnerRBACReady(p *Pass) {
 // newest Job bookkept this pass; before any, Unknown/NoApplyYet.
 func setApplyJobSucceeded(p *Pass) {
 	const t = infrav1.ApplyJobSucceededCondition
-	v := first(refusalOn(p, t), inputsTooLarge(p), identityRefused(p), vanishedApply(p), newestResult(p, t, applyResultVerdict))
-	if v == nil {
-		if !unset(p, t) {
-			return
-		}
-		v = &verdict{status: metav1.ConditionUnknown, reason: infrav1.NoApplyYetReason}
+	if v := orInitial(p, t, first(refusalOn(p, t), inputsTooLarge(p), identityRefused(p), vanishedApply(p), newestResult(p, t, applyResultVerdict)), &verdict{status: metav1.ConditionUnknown, reason: infrav1.NoApplyYetReason}); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 	}
-	conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 }
 
 // refusalOn is the verdict of the pass's refusal when it concerns an
@@ -375,14 +387,9 @@ func applyResultVerdict(r *jobResult) *verdict {
 // Unknown/StateNotFound.
 func setStateReadable(p *Pass) {
 	const t = infrav1.StateReadableCondition
-	v := first(foreignState(p), stateWithoutHash(p), stateVerdict(p))
-	if v == nil {
-		if !unset(p, t) {
-			return
-		}
-		v = &verdict{status: metav1.ConditionUnknown, reason: infrav1.StateNotFoundReason}
+	if v := orInitial(p, t, first(foreignState(p), stateWithoutHash(p), stateVerdict(p)), &verdict{status: metav1.ConditionUnknown, reason: infrav1.StateNotFoundReason}); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 	}
-	conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 }
 
 func foreignState(p *Pass) *verdict {
@@ -473,14 +480,9 @@ func setInfrastructureHealthy(p *Pass) {
 // pass; before any, Unknown/DriftNotChecked.
 func setDriftJobSucceeded(p *Pass) {
 	const t = infrav1.DriftJobSucceededCondition
-	v := first(refusalOn(p, t), runningOn(p, t), newestResult(p, t, resultVerdict))
-	if v == nil {
-		if !unset(p, t) {
-			return
-		}
-		v = &verdict{status: metav1.ConditionUnknown, reason: infrav1.DriftNotCheckedReason}
+	if v := orInitial(p, t, first(refusalOn(p, t), runningOn(p, t), newestResult(p, t, resultVerdict)), &verdict{status: metav1.ConditionUnknown, reason: infrav1.DriftNotCheckedReason}); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 	}
-	conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 }
 
 // runningOn: a Job started this pass, or found running, whose operation
@@ -521,13 +523,9 @@ func setDriftDetected(p *Pass) {
 			}
 		}
 	}
-	if v == nil {
-		if !unset(p, t) {
-			return
-		}
-		v = &verdict{status: metav1.ConditionUnknown, reason: infrav1.DriftNotCheckedReason}
+	if v = orInitial(p, t, v, &verdict{status: metav1.ConditionUnknown, reason: infrav1.DriftNotCheckedReason}); v != nil {
+		conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 	}
-	conditions.Set(p.Obj, metav1.Condition{Type: t, Status: v.status, Reason: v.reason, Message: v.message})
 }
 
 // driftFinding is what a finished Job says about drift, nil when
