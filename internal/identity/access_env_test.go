@@ -53,14 +53,14 @@ func TestCheckAccessReasons(t *testing.T) {
 			obj := newCluster(t, tt.ns, uniqueName("c"), tt.identity, nil)
 			a, err := CheckAccess(ctx, k8s, k8s, obj, nil)
 			must(t, err)
-			wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, tt.status, tt.reason)
+			wantVerdict(t, a.Verdict, tt.status, tt.reason)
 			if a.Name != tt.identity || a.Source != RefOwn {
 				t.Fatalf("resolved %q (%s)", a.Name, a.Source)
 			}
 			if a.Allowed() != (tt.status == metav1.ConditionTrue) || (a.SourceHash != "") != a.Allowed() {
 				t.Fatalf("allowed %v, source hash %q", a.Allowed(), a.SourceHash)
 			}
-			leaks.cond(a.Condition)
+			leaks.verdict(a.Verdict)
 		})
 	}
 
@@ -68,7 +68,7 @@ func TestCheckAccessReasons(t *testing.T) {
 		m := newMachine(t, tenant, uniqueName("m"), "", nil)
 		a, err := CheckAccess(ctx, k8s, k8s, m, nil)
 		must(t, err)
-		wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, metav1.ConditionFalse, infrav1.IdentityNotFoundReason)
+		wantVerdict(t, a.Verdict, metav1.ConditionFalse, infrav1.IdentityNotFoundReason)
 	})
 
 	t.Run("a machine falls back to its cluster's defaults, found through the Cluster's infrastructureRef", func(t *testing.T) {
@@ -111,14 +111,14 @@ func TestCheckAccessReasons(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error returned")
 		}
-		wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
+		wantVerdict(t, a.Verdict, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
 		// The identity is readable but the Secret is not.
 		a, err = CheckAccess(ctx, k8s, denied, obj, nil)
 		if err == nil || !strings.Contains(err.Error(), "aws") {
 			t.Fatalf("error %v", err)
 		}
-		wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
-		leaks.cond(a.Condition)
+		wantVerdict(t, a.Verdict, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
+		leaks.verdict(a.Verdict)
 		leaks.err(err)
 	})
 

@@ -108,7 +108,7 @@ func TestSteadyStateCredentialsStepWritesNothing(t *testing.T) {
 	cr, err := Reconcile(ctx, c, c, obj, obj)
 	must(t, err)
 	if !cr.Ready() || cr.WaitReason() != "" {
-		t.Fatalf("first pass: %+v", cr.Conditions())
+		t.Fatalf("first pass: %+v", cr.Verdicts())
 	}
 	if writes.Load() != 3 {
 		t.Fatalf("first pass made %d writes, want 3 (mirror, ServiceAccount, RoleBinding)", writes.Load())

@@ -189,6 +189,7 @@ type leakCheck struct {
 }
 
 func (l *leakCheck) cond(c metav1.Condition) { l.texts = append(l.texts, c.Message, c.Reason) }
+func (l *leakCheck) verdict(v Verdict)       { l.texts = append(l.texts, v.Message, v.Reason) }
 func (l *leakCheck) events(ev []Event) {
 	for _, e := range ev {
 		l.texts = append(l.texts, e.Message, e.Reason)
@@ -218,6 +219,13 @@ func wantCond(t testing.TB, c metav1.Condition, typ string, status metav1.Condit
 	t.Helper()
 	if c.Type != typ || c.Status != status || c.Reason != reason {
 		t.Fatalf("%s: got %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+}
+
+func wantVerdict(t testing.TB, v Verdict, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	if v.Status != status || v.Reason != reason {
+		t.Fatalf("got %s/%s (%s), want %s/%s", v.Status, v.Reason, v.Message, status, reason)
 	}
 }
 

@@ -24,8 +24,18 @@ func warningEvent(reason, message string) Event {
 	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
 }
 
-// transitioned reports whether next differs in status or reason from prev
-// (nil when the object had no such condition yet).
-func transitioned(prev *metav1.Condition, next metav1.Condition) bool {
-	return prev == nil || prev.Status != next.Status || prev.Reason != next.Reason
+// transitioned reports whether a condition's next status and reason
+// differ from prev (nil when the object had no such condition yet).
+func transitioned(prev *metav1.Condition, status metav1.ConditionStatus, reason string) bool {
+	return prev == nil || prev.Status != status || prev.Reason != reason
+}
+
+// Verdict is what a check of the credentials step found, in the terms of
+// the condition it is reported on: IdentityAllowed, CredentialsMirrored or
+// RunnerRBACReady. The reconcile flow's setter of that condition makes it
+// the condition; this package never sets one on a workload.
+type Verdict struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
 }

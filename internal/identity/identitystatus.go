@@ -86,7 +86,7 @@ func SetIdentityStatus(id *infrav1.TerraformClusterIdentity, s IdentityStatus) [
 	if len(id.Status.Namespaces) == 0 {
 		id.Status.Namespaces = nil
 	}
-	if !transitioned(prevCopy, next) {
+	if !transitioned(prevCopy, next.Status, next.Reason) {
 		return nil
 	}
 	if next.Status == metav1.ConditionTrue {

@@ -207,8 +207,8 @@ type MirrorResult struct {
 	Name      string
 	// Identity is the identity mirrored.
 	Identity string
-	// Condition is the CredentialsMirrored condition to set.
-	Condition metav1.Condition
+	// Verdict is what CredentialsMirrored is to say.
+	Verdict Verdict
 	// Created: this call created the mirror (MirrorCreated is due).
 	Created bool
 	// Updated: this call rewrote the mirror's data, metadata or owners.
@@ -218,7 +218,7 @@ type MirrorResult struct {
 }
 
 // Ready reports whether CredentialsMirrored is True.
-func (r MirrorResult) Ready() bool { return r.Condition.Status == metav1.ConditionTrue }
+func (r MirrorResult) Ready() bool { return r.Verdict.Status == metav1.ConditionTrue }
 
 // Events are the MirrorCreated and MirrorRemoved events this call made due.
 func (r MirrorResult) Events() []Event {
@@ -234,8 +234,8 @@ func (r MirrorResult) Events() []Event {
 	return out
 }
 
-func mirrorCondition(status metav1.ConditionStatus, reason, message string) metav1.Condition {
-	return metav1.Condition{Type: infrav1.CredentialsMirroredCondition, Status: status, Reason: reason, Message: message}
+func mirrorVerdict(status metav1.ConditionStatus, reason, message string) Verdict {
+	return Verdict{Status: status, Reason: reason, Message: message}
 }
 
 // SyncMirror is the credential mirror half of the credentials step, run
@@ -258,8 +258,8 @@ func SyncMirror(ctx context.Context, c client.Client, live client.Reader, a Acce
 		res.Name = MirrorName(a.Name)
 	}
 	if !a.Allowed() || a.creds == nil {
-		res.Condition = mirrorCondition(metav1.ConditionUnknown, infrav1.MirrorPendingReason,
-			fmt.Sprintf("Waiting for IdentityAllowed (%s)", a.Condition.Reason))
+		res.Verdict = mirrorVerdict(metav1.ConditionUnknown, infrav1.MirrorPendingReason,
+			fmt.Sprintf("Waiting for IdentityAllowed (%s)", a.Verdict.Reason))
 		if a.Revoked() {
 			removed, err := RemoveMirror(ctx, c, res.Namespace, a.Name)
 			res.Removed = removed
@@ -282,7 +282,7 @@ func ensureMirror(ctx context.Context, c client.Client, live client.Reader, iden
 	res := MirrorResult{Namespace: ns, Name: MirrorName(identity), Identity: identity}
 	fail := func(err error) (MirrorResult, error) {
 		err = redactError(err, creds.data)
-		res.Condition = mirrorCondition(metav1.ConditionFalse, infrav1.MirrorFailedReason,
+		res.Verdict = mirrorVerdict(metav1.ConditionFalse, infrav1.MirrorFailedReason,
 			fmt.Sprintf("Failed to keep the credential mirror in place: %v", err))
 		return res, err
 	}
@@ -348,14 +348,14 @@ func ensureMirror(ctx context.Context, c client.Client, live client.Reader, iden
 	}
 	switch plan.Action {
 	case MirrorForeign:
-		res.Condition = mirrorCondition(metav1.ConditionFalse, infrav1.MirrorFailedReason,
+		res.Verdict = mirrorVerdict(metav1.ConditionFalse, infrav1.MirrorFailedReason,
 			fmt.Sprintf("Secret %s exists and is not the credential mirror of TerraformClusterIdentity %q (it lacks %s=%s or carries another %s); it is never overwritten",
 				res.Name, identity, infrav1.MirroredLabel, TrueValue, infrav1.IdentityAnnotation))
 	case MirrorTerminating:
-		res.Condition = mirrorCondition(metav1.ConditionUnknown, infrav1.MirrorPendingReason,
+		res.Verdict = mirrorVerdict(metav1.ConditionUnknown, infrav1.MirrorPendingReason,
 			fmt.Sprintf("Credential mirror Secret %s is being deleted; it is re-created once gone", res.Name))
 	default:
-		res.Condition = mirrorCondition(metav1.ConditionTrue, infrav1.MirroredReason,
+		res.Verdict = mirrorVerdict(metav1.ConditionTrue, infrav1.MirroredReason,
 			fmt.Sprintf("Credential mirror Secret %s of TerraformClusterIdentity %q is current", res.Name, identity))
 		if res.Created || res.Updated {
 			ctrl.LoggerFrom(ctx).V(1).Info("Wrote credential mirror", "Secret", key.String(), "sourceHash", hash, "created", res.Created)

@@ -37,12 +37,12 @@ func newCredsFixture(t testing.TB) credsFixture {
 func syncCreds(t *testing.T, c client.Client, obj client.Object, cluster *infrav1.TerraformCluster, leaks *leakCheck) (Access, MirrorResult) {
 	t.Helper()
 	a, err := CheckAccess(ctx, c, k8s, obj, cluster)
-	leaks.cond(a.Condition)
-	leaks.events(AccessEvents(nil, a.Condition))
+	leaks.verdict(a.Verdict)
+	leaks.events(AccessEvents(nil, a.Verdict))
 	leaks.err(err)
 	must(t, err)
 	m, err := SyncMirror(ctx, c, k8s, a, obj, cluster)
-	leaks.cond(m.Condition)
+	leaks.verdict(m.Verdict)
 	leaks.events(m.Events())
 	leaks.err(err)
 	must(t, err)
@@ -58,7 +58,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	var first *corev1.Secret
 	t.Run("first use in the namespace creates a byte copy with labels, annotations and a non-blocking owner reference", func(t *testing.T) {
 		a, m := syncCreds(t, k8s, tc1, nil, leaks)
-		wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionTrue, infrav1.MirroredReason)
+		wantVerdict(t, m.Verdict, metav1.ConditionTrue, infrav1.MirroredReason)
 		if !m.Created || m.Name != name || m.Namespace != f.tenant {
 			t.Fatalf("result %+v", m)
 		}
@@ -153,7 +153,7 @@ func TestMirrorLifecycle(t *testing.T) {
 		if !m.Updated || m.Created {
 			t.Fatalf("result %+v", m)
 		}
-		wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionTrue, infrav1.MirroredReason)
+		wantVerdict(t, m.Verdict, metav1.ConditionTrue, infrav1.MirroredReason)
 		after := getSecretT(t, f.tenant, name)
 		if after.Annotations[infrav1.SourceHashAnnotation] == before.Annotations[infrav1.SourceHashAnnotation] {
 			t.Fatal("source hash did not move")
@@ -189,8 +189,8 @@ func TestMirrorLifecycle(t *testing.T) {
 		must(t, k8s.Update(ctx, id))
 
 		a, m := syncCreds(t, k8s, tm, nil, leaks)
-		wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, metav1.ConditionFalse, infrav1.NamespaceNotAllowedReason)
-		wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
+		wantVerdict(t, a.Verdict, metav1.ConditionFalse, infrav1.NamespaceNotAllowedReason)
+		wantVerdict(t, m.Verdict, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
 		if !m.Removed {
 			t.Fatal("mirror not removed")
 		}
@@ -220,8 +220,8 @@ func TestMirrorLifecycle(t *testing.T) {
 	t.Run("source Secret gone: IdentityAllowed False/SecretNotFound, mirror pending and left alone", func(t *testing.T) {
 		must(t, k8s.Delete(ctx, f.source))
 		a, m := syncCreds(t, k8s, tc1, nil, leaks)
-		wantCond(t, a.Condition, infrav1.IdentityAllowedCondition, metav1.ConditionFalse, infrav1.SecretNotFoundReason)
-		wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
+		wantVerdict(t, a.Verdict, metav1.ConditionFalse, infrav1.SecretNotFoundReason)
+		wantVerdict(t, m.Verdict, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
 		if m.Removed || getSecretT(t, f.tenant, name) == nil {
 			t.Fatal("mirror removed")
 		}
@@ -294,11 +294,11 @@ func TestMirrorNeverOverwritesForeignSecret(t *testing.T) {
 						return fmt.Errorf("access %s: %v", a, err)
 					}
 					m, err = SyncMirror(ctx, c, k8s, a, obj, nil)
-					leaks.cond(m.Condition)
+					leaks.verdict(m.Verdict)
 					leaks.err(err)
 					return err
 				})
-				wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionFalse, infrav1.MirrorFailedReason)
+				wantVerdict(t, m.Verdict, metav1.ConditionFalse, infrav1.MirrorFailedReason)
 				if m.Created || m.Updated {
 					t.Fatalf("result %+v", m)
 				}
@@ -348,7 +348,7 @@ func TestMirrorWithManagerCache(t *testing.T) {
 		}
 		return nil
 	})
-	wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionTrue, infrav1.MirroredReason)
+	wantVerdict(t, m.Verdict, metav1.ConditionTrue, infrav1.MirroredReason)
 	leaks.check()
 }
 
@@ -384,7 +384,7 @@ func TestEnsureMirrorErrorsCarryNoCredential(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionFalse, infrav1.MirrorFailedReason)
+	wantVerdict(t, m.Verdict, metav1.ConditionFalse, infrav1.MirrorFailedReason)
 	// A namespace that does not exist: the API server refuses the create.
 	gone := obj.DeepCopy()
 	gone.Namespace = "no-such-namespace"
@@ -392,9 +392,9 @@ func TestEnsureMirrorErrorsCarryNoCredential(t *testing.T) {
 	if err == nil || !apierrors.IsNotFound(err) {
 		t.Fatalf("error %v", err)
 	}
-	wantCond(t, m.Condition, infrav1.CredentialsMirroredCondition, metav1.ConditionFalse, infrav1.MirrorFailedReason)
+	wantVerdict(t, m.Verdict, metav1.ConditionFalse, infrav1.MirrorFailedReason)
 	leaks := &leakCheck{t: t}
-	leaks.cond(m.Condition)
+	leaks.verdict(m.Verdict)
 	leaks.err(err)
 	leaks.check()
 }

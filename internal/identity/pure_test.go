@@ -119,8 +119,8 @@ func TestAccessCondition(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			c := AccessCondition(tt.facts)
-			if c.Type != infrav1.IdentityAllowedCondition || c.Status != tt.status || c.Reason != tt.reason || c.Message == "" {
+			c := AccessVerdict(tt.facts)
+			if c.Status != tt.status || c.Reason != tt.reason || c.Message == "" {
 				t.Fatalf("got %+v, want %s/%s", c, tt.status, tt.reason)
 			}
 		})
@@ -128,24 +128,27 @@ func TestAccessCondition(t *testing.T) {
 }
 
 func TestAccessEventsAndDeniedCounter(t *testing.T) {
-	notAllowed := AccessCondition(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true})
-	notFound := AccessCondition(AccessFacts{Namespace: "tenant", Identity: "id"})
-	allowed := AccessCondition(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true, NamespaceAllowed: true, SecretFound: true})
-	secretMissing := AccessCondition(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true, NamespaceAllowed: true})
+	notAllowed := AccessVerdict(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true})
+	notFound := AccessVerdict(AccessFacts{Namespace: "tenant", Identity: "id"})
+	allowed := AccessVerdict(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true, NamespaceAllowed: true, SecretFound: true})
+	secretMissing := AccessVerdict(AccessFacts{Namespace: "tenant", Identity: "id", IdentityFound: true, NamespaceAllowed: true})
+	was := func(v Verdict) *metav1.Condition {
+		return &metav1.Condition{Type: infrav1.IdentityAllowedCondition, Status: v.Status, Reason: v.Reason, Message: v.Message}
+	}
 	cases := []struct {
 		name   string
 		prev   *metav1.Condition
-		next   metav1.Condition
+		next   Verdict
 		events int
 		denied string
 	}{
-		{"IdentityNotAllowed event once on entering NamespaceNotAllowed", &allowed, notAllowed, 1, DeniedNamespace},
+		{"IdentityNotAllowed event once on entering NamespaceNotAllowed", was(allowed), notAllowed, 1, DeniedNamespace},
 		{"first reconcile into NamespaceNotAllowed counts too", nil, notAllowed, 1, DeniedNamespace},
-		{"at most once per transition: staying NamespaceNotAllowed emits nothing", &notAllowed, notAllowed, 0, ""},
-		{"captf_identity_denied_total reason notfound on entering IdentityNotFound", &allowed, notFound, 0, DeniedNotFound},
-		{"staying IdentityNotFound counts nothing", &notFound, notFound, 0, ""},
-		{"SecretNotFound is neither notfound nor namespace", &allowed, secretMissing, 0, ""},
-		{"becoming allowed counts nothing", &notAllowed, allowed, 0, ""},
+		{"at most once per transition: staying NamespaceNotAllowed emits nothing", was(notAllowed), notAllowed, 0, ""},
+		{"captf_identity_denied_total reason notfound on entering IdentityNotFound", was(allowed), notFound, 0, DeniedNotFound},
+		{"staying IdentityNotFound counts nothing", was(notFound), notFound, 0, ""},
+		{"SecretNotFound is neither notfound nor namespace", was(allowed), secretMissing, 0, ""},
+		{"becoming allowed counts nothing", was(notAllowed), allowed, 0, ""},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -473,8 +476,8 @@ func TestOptInStateAndRBACCondition(t *testing.T) {
 			if tt.facts != nil {
 				tt.facts(&f)
 			}
-			c := RBACCondition(f)
-			if c.Type != infrav1.RunnerRBACReadyCondition || c.Status != tt.status || c.Reason != tt.reason || c.Message == "" {
+			c := RBACVerdict(f)
+			if c.Status != tt.status || c.Reason != tt.reason || c.Message == "" {
 				t.Fatalf("got %+v, want %s/%s", c, tt.status, tt.reason)
 			}
 		})

@@ -146,11 +146,11 @@ type RBACFacts struct {
 	Error error
 }
 
-// RBACCondition maps the facts onto RunnerRBACReady (reference-facts §1.6),
+// RBACVerdict maps the facts onto RunnerRBACReady (reference-facts §1.6),
 // in this order: an API error, the object's own override not opted in, a
 // foreign RoleBinding, ready.
-func RBACCondition(f RBACFacts) metav1.Condition {
-	c := metav1.Condition{Type: infrav1.RunnerRBACReadyCondition}
+func RBACVerdict(f RBACFacts) Verdict {
+	var c Verdict
 	switch {
 	case f.Error != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, infrav1.RBACFailedReason
@@ -269,15 +269,15 @@ type RBACResult struct {
 	// Bound are the ServiceAccounts the captf-runner RoleBinding binds:
 	// those wanted that are captf-runner or opted in.
 	Bound []string
-	// Condition is the RunnerRBACReady condition to set.
-	Condition metav1.Condition
+	// Verdict is what RunnerRBACReady is to say.
+	Verdict Verdict
 	// RoleBinding is what was done to the RoleBinding.
 	RoleBinding RoleBindingAction
 }
 
 // Ready reports whether RunnerRBACReady is True: a Job may run as
 // ServiceAccount.
-func (r RBACResult) Ready() bool { return r.Condition.Status == metav1.ConditionTrue }
+func (r RBACResult) Ready() bool { return r.Verdict.Status == metav1.ConditionTrue }
 
 // EnsureRunnerRBAC keeps the runner RBAC of namespace in place for an
 // object whose Jobs run as serviceAccount. wanted is the union of the
@@ -335,7 +335,7 @@ func EnsureRunnerRBAC(ctx context.Context, c client.Client, live client.Reader, 
 		return err
 	}()
 	f.Error = err
-	res.Condition = RBACCondition(f)
+	res.Verdict = RBACVerdict(f)
 	return res, err
 }
 

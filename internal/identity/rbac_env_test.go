@@ -68,7 +68,7 @@ func TestRunnerRBAC(t *testing.T) {
 	t.Run("captf-runner ServiceAccount and RoleBinding created, labeled managed: True/RBACReady", func(t *testing.T) {
 		r, err := ensure(t, k8s, tc1)
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionTrue, infrav1.RBACReadyReason)
 		sa := getSA(t, ns, RunnerName)
 		if sa == nil || sa.Labels[infrav1.ManagedLabel] != "true" {
 			t.Fatalf("ServiceAccount %+v", sa)
@@ -101,7 +101,7 @@ func TestRunnerRBAC(t *testing.T) {
 		})
 		r, err := ensure(t, k8s, m)
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
 		if getSA(t, ns, "custom") != nil {
 			t.Fatal("an override ServiceAccount is never created")
 		}
@@ -114,7 +114,7 @@ func TestRunnerRBAC(t *testing.T) {
 		must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}}))
 		r, err := ensure(t, k8s, m)
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
 		if fmt.Sprint(subjectNames(getRB(t, ns))) != "[captf-runner]" {
 			t.Fatalf("subjects %v", subjectNames(getRB(t, ns)))
 		}
@@ -122,7 +122,7 @@ func TestRunnerRBAC(t *testing.T) {
 		r, err = ensure(t, k8s, tc1)
 		must(t, err)
 		if !r.Ready() {
-			t.Fatalf("cluster: %+v", r.Condition)
+			t.Fatalf("cluster: %+v", r.Verdict)
 		}
 	})
 
@@ -132,7 +132,7 @@ func TestRunnerRBAC(t *testing.T) {
 		must(t, k8s.Update(ctx, sa))
 		r, err := ensure(t, k8s, m)
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionTrue, infrav1.RBACReadyReason)
 		if r.ServiceAccount != "custom" || r.RoleBinding != RoleBindingUpdate {
 			t.Fatalf("result %+v", r)
 		}
@@ -202,7 +202,7 @@ func TestRunnerRBACForeignAndPreCreated(t *testing.T) {
 				r, err = ensure(t, c, tc1)
 				return err
 			})
-			wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.RBACFailedReason)
+			wantVerdict(t, r.Verdict, metav1.ConditionFalse, infrav1.RBACFailedReason)
 			if r.RoleBinding != RoleBindingForeign {
 				t.Fatalf("action %s", r.RoleBinding)
 			}
@@ -223,7 +223,7 @@ func TestRunnerRBACForeignAndPreCreated(t *testing.T) {
 					return err
 				}
 				if !r.Ready() {
-					return fmt.Errorf("%+v", r.Condition)
+					return fmt.Errorf("%+v", r.Verdict)
 				}
 				return nil
 			})
@@ -479,7 +479,7 @@ func TestRunnerRBACNeighbourOverrides(t *testing.T) {
 	t.Run("an invalid neighbour name: the good object is bound and ready, the bad name is never bound", func(t *testing.T) {
 		r, err := EnsureRunnerRBAC(ctx, k8s, k8s, ns, "good", []string{RunnerName, bad, "good"})
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionTrue, infrav1.RBACReadyReason)
 		if got := fmt.Sprint(subjectNames(getRB(t, ns))); got != "[captf-runner good]" {
 			t.Fatalf("subjects %s", got)
 		}
@@ -488,9 +488,9 @@ func TestRunnerRBACNeighbourOverrides(t *testing.T) {
 	t.Run("the object that names it: False/ServiceAccountNotOptedIn naming the field, no API error", func(t *testing.T) {
 		r, err := EnsureRunnerRBAC(ctx, k8s, k8s, ns, bad, []string{RunnerName, bad, "good"})
 		must(t, err)
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
-		if !strings.Contains(r.Condition.Message, "not a valid ServiceAccount name") {
-			t.Fatalf("message %q", r.Condition.Message)
+		wantVerdict(t, r.Verdict, metav1.ConditionFalse, infrav1.ServiceAccountNotOptedInReason)
+		if !strings.Contains(r.Verdict.Message, "not a valid ServiceAccount name") {
+			t.Fatalf("message %q", r.Verdict.Message)
 		}
 	})
 
@@ -528,6 +528,6 @@ func TestRunnerRBACNeighbourOverrides(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error")
 		}
-		wantCond(t, r.Condition, infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.RBACFailedReason)
+		wantVerdict(t, r.Verdict, metav1.ConditionFalse, infrav1.RBACFailedReason)
 	})
 }

@@ -116,13 +116,13 @@ type AccessFacts struct {
 	CheckError error
 }
 
-// AccessCondition maps the facts onto the IdentityAllowed condition
+// AccessVerdict maps the facts onto the IdentityAllowed condition
 // (reference-facts §1.4). Checked in this order: a transient error, no
 // identity named, identity missing, namespace not allowed, source Secret
 // missing, allowed. The namespace is checked before the Secret, so a
 // namespace the identity does not admit learns nothing about its Secret.
-func AccessCondition(f AccessFacts) metav1.Condition {
-	c := metav1.Condition{Type: infrav1.IdentityAllowedCondition}
+func AccessVerdict(f AccessFacts) Verdict {
+	var c Verdict
 	switch {
 	case f.CheckError != nil && f.Identity == "":
 		c.Status, c.Reason = metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason
@@ -169,25 +169,25 @@ type Access struct {
 	// SourceHash is the captf.io/source-hash of the source Secret's data,
 	// when the identity allows the namespace and the Secret exists.
 	SourceHash string
-	// Condition is the IdentityAllowed condition to set.
-	Condition metav1.Condition
+	// Verdict is what IdentityAllowed is to say.
+	Verdict Verdict
 
 	creds *credentials
 }
 
 // Allowed reports whether IdentityAllowed is True: a Job may use the
 // identity from this namespace once its mirror is in place.
-func (a Access) Allowed() bool { return a.Condition.Status == metav1.ConditionTrue }
+func (a Access) Allowed() bool { return a.Verdict.Status == metav1.ConditionTrue }
 
 // Revoked reports whether the identity exists but does not allow the
 // namespace: its mirror there must go, whatever objects still use it.
 func (a Access) Revoked() bool {
-	return a.Name != "" && a.Condition.Reason == infrav1.NamespaceNotAllowedReason
+	return a.Name != "" && a.Verdict.Reason == infrav1.NamespaceNotAllowedReason
 }
 
 // String describes the access without its credentials.
 func (a Access) String() string {
-	return fmt.Sprintf("identity %q (%s) in namespace %q: %s/%s", a.Name, a.Source, a.Namespace, a.Condition.Status, a.Condition.Reason)
+	return fmt.Sprintf("identity %q (%s) in namespace %q: %s/%s", a.Name, a.Source, a.Namespace, a.Verdict.Status, a.Verdict.Reason)
 }
 
 // GoString is String: the credentials are never printed.
@@ -217,7 +217,7 @@ func CheckAccess(ctx context.Context, c, live client.Reader, obj client.Object, 
 		f.ClusterUnresolved = true
 	}
 	err := a.check(ctx, c, live, &f)
-	a.Condition = AccessCondition(f)
+	a.Verdict = AccessVerdict(f)
 	return a, err
 }
 
@@ -269,8 +269,8 @@ func (a *Access) check(ctx context.Context, c, live client.Reader, f *AccessFact
 // AccessEvents are the events due when IdentityAllowed moves from prev (nil
 // when unset) to next: IdentityNotAllowed (Warning) on entering
 // NamespaceNotAllowed.
-func AccessEvents(prev *metav1.Condition, next metav1.Condition) []Event {
-	if next.Reason == infrav1.NamespaceNotAllowedReason && transitioned(prev, next) {
+func AccessEvents(prev *metav1.Condition, next Verdict) []Event {
+	if next.Reason == infrav1.NamespaceNotAllowedReason && transitioned(prev, next.Status, next.Reason) {
 		return []Event{warningEvent(infrav1.IdentityNotAllowedEvent, next.Message)}
 	}
 	return nil
@@ -286,8 +286,8 @@ const (
 // when IdentityAllowed moves from prev to next ("" when nothing is to be
 // counted): "notfound" on entering IdentityNotFound, "namespace" on
 // entering NamespaceNotAllowed. Counters count transitions, not reconciles.
-func DeniedTransition(prev *metav1.Condition, next metav1.Condition) string {
-	if !transitioned(prev, next) {
+func DeniedTransition(prev *metav1.Condition, next Verdict) string {
+	if !transitioned(prev, next.Status, next.Reason) {
 		return ""
 	}
 	switch next.Reason {

@@ -51,7 +51,7 @@ func TestIdentityStatusAndUsage(t *testing.T) {
 		m, err := SyncMirror(ctx, k8s, k8s, a, o.obj, o.cluster)
 		must(t, err)
 		if !m.Ready() {
-			t.Fatalf("mirror %+v", m.Condition)
+			t.Fatalf("mirror %+v", m.Verdict)
 		}
 	}
 	// A namespace holding a foreign Secret of the mirror's name does not

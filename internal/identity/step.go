@@ -18,10 +18,10 @@ type Credentials struct {
 	RBAC   RBACResult
 }
 
-// Conditions are IdentityAllowed, CredentialsMirrored and RunnerRBACReady,
-// to set on the object.
-func (c Credentials) Conditions() []metav1.Condition {
-	return []metav1.Condition{c.Access.Condition, c.Mirror.Condition, c.RBAC.Condition}
+// Verdicts are what IdentityAllowed, CredentialsMirrored and
+// RunnerRBACReady are to say, in that order.
+func (c Credentials) Verdicts() []Verdict {
+	return []Verdict{c.Access.Verdict, c.Mirror.Verdict, c.RBAC.Verdict}
 }
 
 // Ready reports whether a Job may start: the identity allows the namespace,
@@ -34,7 +34,7 @@ func (c Credentials) Ready() bool {
 // not True ("" when Ready): what holds every Job, destroy and restore
 // included (decide.Observation.CredentialsWait).
 func (c Credentials) WaitReason() string {
-	for _, cond := range c.Conditions() {
+	for _, cond := range c.Verdicts() {
 		if cond.Status != metav1.ConditionTrue {
 			return cond.Reason
 		}
@@ -46,7 +46,7 @@ func (c Credentials) WaitReason() string {
 // IdentityAllowed condition before the step (nil when unset):
 // IdentityNotAllowed, MirrorCreated, MirrorRemoved.
 func (c Credentials) Events(prevIdentityAllowed *metav1.Condition) []Event {
-	return append(AccessEvents(prevIdentityAllowed, c.Access.Condition), c.Mirror.Events()...)
+	return append(AccessEvents(prevIdentityAllowed, c.Access.Verdict), c.Mirror.Events()...)
 }
 
 // Reconcile runs the credentials step for obj (a TerraformCluster,
@@ -84,7 +84,7 @@ func ReconcileWithMemo(ctx context.Context, c client.Client, live client.Reader,
 func runnerRBAC(ctx context.Context, c client.Client, live client.Reader, memo *ServiceAccountMemo, obj client.Object, cluster *infrav1.TerraformCluster) (RBACResult, error) {
 	sas, err := memo.ServiceAccounts(ctx, c, obj.GetNamespace())
 	if err != nil {
-		return RBACResult{Condition: RBACCondition(RBACFacts{Error: err})}, err
+		return RBACResult{Verdict: RBACVerdict(RBACFacts{Error: err})}, err
 	}
 	return EnsureRunnerRBAC(ctx, c, live, obj.GetNamespace(), ServiceAccountFor(obj, cluster), sas)
 }

@@ -14,8 +14,8 @@ func TestReconcileCredentialsStep(t *testing.T) {
 	f := newCredsFixture(t)
 	leaks := &leakCheck{t: t}
 	collect := func(cr Credentials, err error, prev *metav1.Condition) {
-		for _, c := range cr.Conditions() {
-			leaks.cond(c)
+		for _, c := range cr.Verdicts() {
+			leaks.verdict(c)
 		}
 		leaks.events(cr.Events(prev))
 		leaks.err(err)
@@ -36,7 +36,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		collect(cr, err, nil)
 		must(t, err)
 		if cr.Access.Name != f.identity || cr.Access.Source != RefClusterDefaults || !cr.Mirror.Ready() {
-			t.Fatalf("access %s, mirror %+v", cr.Access, cr.Mirror.Condition)
+			t.Fatalf("access %s, mirror %+v", cr.Access, cr.Mirror.Verdict)
 		}
 		if cr.Ready() || cr.WaitReason() != infrav1.ServiceAccountNotOptedInReason || cr.RBAC.ServiceAccount != "fleet" {
 			t.Fatalf("wait %q, rbac %+v", cr.WaitReason(), cr.RBAC)
@@ -53,7 +53,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		collect(cr, err, nil)
 		must(t, err)
 		if !cr.Ready() || cr.WaitReason() != "" {
-			t.Fatalf("conditions %+v", cr.Conditions())
+			t.Fatalf("conditions %+v", cr.Verdicts())
 		}
 	})
 
@@ -67,7 +67,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		collect(cr, err, &prev)
 		must(t, err)
 		if cr.WaitReason() != infrav1.NamespaceNotAllowedReason || !cr.RBAC.Ready() {
-			t.Fatalf("conditions %+v", cr.Conditions())
+			t.Fatalf("conditions %+v", cr.Verdicts())
 		}
 		reasons := map[string]bool{}
 		for _, e := range cr.Events(&prev) {
@@ -76,7 +76,7 @@ func TestReconcileCredentialsStep(t *testing.T) {
 		if !reasons[infrav1.IdentityNotAllowedEvent] || !reasons[infrav1.MirrorRemovedEvent] {
 			t.Fatalf("events %+v", cr.Events(&prev))
 		}
-		if DeniedTransition(&prev, cr.Access.Condition) != DeniedNamespace {
+		if DeniedTransition(&prev, cr.Access.Verdict) != DeniedNamespace {
 			t.Fatal("denial not counted")
 		}
 	})

@@ -55,7 +55,7 @@ func TestUsageCountsOnlyAllowedNamespacesAndCAPTFMirrors(t *testing.T) {
 	team := newCluster(t, teamNS, uniqueName("team"), name, nil)
 	for _, o := range []*infrav1.TerraformCluster{real, team} {
 		if _, m := syncCreds(t, k8s, o, nil, leaks); !m.Ready() {
-			t.Fatalf("mirror %+v", m.Condition)
+			t.Fatalf("mirror %+v", m.Verdict)
 		}
 	}
 

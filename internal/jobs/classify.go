@@ -414,59 +414,12 @@ func (c *Classification) ErrorKind() string {
 }
 
 // Reason is the reason of the condition the operation's outcome sets
-// (reference-facts §1.7, §1.9, §1.12; book: Tuning Jobs, "Deadlines"):
-// ApplyJobSucceeded for apply, destroy and plan, DriftJobSucceeded for
-// drift and refresh, RestoreJobSucceeded for restore. It is "" for an
-// active Job and for outcomes that set no failure reason of their own
-// (an interrupted run, and a plan-changed run, whose wait the decision
-// reports).
+// (reference-facts §1.7, §1.9, §1.12; book: Tuning Jobs, "Deadlines"), as
+// the operation table (OperationOf) gives it: "" for an active Job and for
+// outcomes that set no reason of their own (an interrupted run, and a
+// plan-changed run, whose wait the decision reports).
 func (c *Classification) Reason(op infrav1.Operation) string {
-	switch op {
-	case infrav1.OperationDrift, infrav1.OperationRefresh:
-		switch c.Outcome {
-		case OutcomeSucceeded:
-			return infrav1.DriftCheckedReason
-		case OutcomeDeadline, OutcomeImagePullFailed:
-			return infrav1.DriftJobDeadlineExceededReason
-		case OutcomeFailed, OutcomeImageInvalid:
-			return infrav1.DriftJobFailedReason
-		}
-		return ""
-	case infrav1.OperationRestore:
-		switch c.Outcome {
-		case OutcomeSucceeded:
-			return infrav1.StateRestoredReason
-		case OutcomeActive, OutcomeInterrupted:
-			return ""
-		}
-		return infrav1.RestoreFailedReason
-	}
-	switch c.Outcome {
-	case OutcomeSucceeded:
-		if op == infrav1.OperationDestroy {
-			return infrav1.DestroySucceededReason
-		}
-		if op == infrav1.OperationPlan {
-			return ""
-		}
-		return infrav1.ApplySucceededReason
-	case OutcomeDeadline:
-		return infrav1.JobDeadlineExceededReason
-	case OutcomeImagePullFailed:
-		return infrav1.ImagePullFailedReason
-	case OutcomeImageInvalid:
-		return infrav1.ImageInvalidReason
-	case OutcomeBlocked:
-		return infrav1.DestructivePlanBlockedReason
-	case OutcomePlanChanged:
-		return infrav1.PlanChangedReason
-	case OutcomeFailed:
-		if op == infrav1.OperationDestroy {
-			return infrav1.DestroyFailedReason
-		}
-		return infrav1.ApplyFailedReason
-	}
-	return ""
+	return OperationOf(op).Reason(c.Outcome)
 }
 
 // Marks are the bookkeeping annotations that keep the classification on

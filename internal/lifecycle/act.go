@@ -33,11 +33,7 @@ import (
 // act carries out the decision.
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision
-	if p.Kind == infrav1.KindTerraformCluster && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
-		// Deletion is blocked only while the decision waits on the
-		// cluster's machines and pools.
-		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")
-	}
+	p.facts.acted = true
 	switch {
 	case d.Op == decide.OpDropFinalizer:
 		return f.cleanup(ctx, p)
@@ -48,57 +44,103 @@ func (f *Flow) act(ctx context.Context, p *Pass) error {
 	case decide.ReasonJobCacheStale, decide.ReasonJobRunning, decide.ReasonPaused:
 		// Nothing was read to report on: the conditions stay as they are.
 	default:
-		f.reportWait(p)
+		f.recordWait(p)
 	}
 	p.Requeue(d.RequeueAfter)
 	return nil
 }
 
-// reportWait sets the condition a wait is reported on.
-func (f *Flow) reportWait(p *Pass) {
-	r := string(p.Decision.Reason)
-	switch r {
-	case infrav1.DependentsExistReason:
-		p.record(fromRefusal, infrav1.DeletionBlockedCondition, metav1ConditionTrue, infrav1.DependentsExistReason,
-			"waiting for the cluster's TerraformMachines and TerraformMachinePools to be deleted")
-	case infrav1.JobPolicyInvalidReason:
+// recordWait records what a wait refuses or found, for the conditions it
+// is reported on (a wait on the cluster's machines and pools is the
+// decision itself).
+func (f *Flow) recordWait(p *Pass) {
+	switch p.Decision.Reason {
+	case decide.ReasonJobPolicyInvalid:
 		msg := ""
 		if p.PolicyErr != nil {
 			msg = p.PolicyErr.Error()
 		}
-		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.JobPolicyInvalidReason, msg)
-	case infrav1.RestoreBackupNotFoundReason:
-		p.record(fromRefusal, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, r,
-			"no state backup with the serial "+quoteCapped(p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation], maxEchoBytes))
-	case infrav1.StateLostReason:
-		if c := p.Condition(infrav1.StateReadableCondition); c == nil || c.Reason != infrav1.StateLostReason {
-			// A TerraformMachine whose state carries no inputs hash:
-			// nothing recorded what was applied (Terraform State).
-			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
-				"the state in Secret "+state.SecretName(p.Suffix)+" records no inputs hash; restore a backup with "+infrav1.RestoreStateAnnotation)
-		}
-	case infrav1.OutputsMissingReason:
+		p.facts.refusal = &refusal{op: infrav1.OperationApply, cause: refusedJobPolicy, detail: msg}
+	case decide.ReasonRestoreBackupNotFound:
+		p.facts.refusal = &refusal{op: infrav1.OperationRestore, cause: refusedBackupNotFound,
+			detail: quoteCapped(p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation], maxEchoBytes)}
+	case decide.ReasonStateLost:
+		p.facts.stateNoInputsHash = true
+	case decide.ReasonOutputsMissing:
 		// The module lacks contract outputs; without state this pass read
 		// no outputs, so the finding of the Job that checked stands here.
 		if p.State == nil {
-			p.record(fromReading, infrav1.OutputsValidCondition, metav1ConditionFalse, infrav1.OutputsMissingReason,
-				"the module does not declare the contract outputs "+strings.Join(p.UndeclaredOutputs(), ", ")+"; no Job runs until the module changes")
+			p.facts.outputsMissing, p.facts.missingOutputs = true, p.UndeclaredOutputs()
 		}
-	case infrav1.DurableInputsMissingReason:
-		if p.Obj.GetDeletionTimestamp().IsZero() {
-			p.record(fromRefusal, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, r, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
-		} else {
-			p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.DestroyFailedReason, "the durable inputs Secret "+DurableName(p.Kind, p.Obj.GetName())+" is missing")
+	case decide.ReasonDurableInputsMissing:
+		op := infrav1.OperationDrift
+		if p.deleting() {
+			op = infrav1.OperationDestroy
 		}
+		p.facts.refusal = &refusal{op: op, cause: refusedDurableMissing, detail: DurableName(p.Kind, p.Obj.GetName())}
 	}
 }
 
-// startJob takes the leases, records the durable inputs, sets the move
-// block and creates the Job and its per-run Secret.
+// startJob starts the decided operation's Job: it assembles the run,
+// builds the Job, takes the leases, records the durable inputs, sets the
+// move block, and creates the per-run Secret and the Job.
 func (f *Flow) startJob(ctx context.Context, p *Pass) error {
-	d := p.Decision
-	plan := d.Job
-	op := infrav1.Operation(d.Op)
+	plan := p.Decision.Job
+	op := infrav1.Operation(p.Decision.Op)
+	run, err := f.assembleRun(ctx, p)
+	if err != nil {
+		return err
+	}
+	// The Job is built before any lease is taken: a Job that can never
+	// be created is reported and holds nothing.
+	job, dropped, err := jobs.Build(run)
+	if err != nil {
+		f.reportJobInvalid(p, op, fmt.Sprintf("Job %s cannot be built: %v", plan.Name, err))
+		return nil
+	}
+	wait, err := f.acquireLeases(ctx, p, plan.Name, op)
+	if err != nil {
+		return err
+	}
+	if wait != nil {
+		f.reportLeaseWait(p, op, wait)
+		p.Requeue(decide.RequeueLeaseWait)
+		return nil
+	}
+	if op == infrav1.OperationApply && !plan.DurableInputs {
+		if err := f.writeDurable(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := f.setMoveBlock(ctx, p); err != nil {
+		return err
+	}
+	if len(dropped) > 0 {
+		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
+			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
+	}
+	job, created, err := f.createRun(ctx, p, run, job)
+	if err != nil || job == nil {
+		return err
+	}
+	if created && op == infrav1.OperationApply && p.Decision.Reason == decide.ReasonInputsChanged {
+		// Counted when the apply's Job is created, once: a pass that finds
+		// the Job already there counted it before.
+		metrics.InputsHashChanged(p.Kind)
+	}
+	now := metav1.NewTime(p.Now)
+	p.Status().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op, Attempt: int32(plan.Attempt), StartTime: &now}
+	f.jobStarted(p, job, op)
+	p.Requeue(decide.RequeueJobRunning)
+	return nil
+}
+
+// assembleRun is the run the decision asks for: its Job's settings and
+// its inputs (a restore's backup, the durable inputs, or the current
+// ones).
+func (f *Flow) assembleRun(ctx context.Context, p *Pass) (*jobs.Run, error) {
+	plan := p.Decision.Job
+	op := infrav1.Operation(p.Decision.Op)
 	run := &jobs.Run{
 		Owner:            p.owner(),
 		Policy:           &p.Policy,
@@ -122,13 +164,13 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 	case op == infrav1.OperationRestore:
 		rs, err := state.RestoreInput(ctx, f.APIReader, p.Obj.GetNamespace(), p.Suffix, uint64(plan.RestoreSerial))
 		if err != nil {
-			return fmt.Errorf("failed to read state backup %d: %w", plan.RestoreSerial, err)
+			return nil, fmt.Errorf("failed to read state backup %d: %w", plan.RestoreSerial, err)
 		}
 		run.Inputs = jobs.Inputs{MainTF: inputs.BackendOnlyRoot()}
 		run.Restore = &jobs.Restore{Serial: plan.RestoreSerial, Chunks: rs.Chunks, Resources: rs.Resources}
 	case plan.DurableInputs:
 		if p.Durable == nil {
-			return fmt.Errorf("the durable inputs Secret %s is missing", DurableName(p.Kind, p.Obj.GetName()))
+			return nil, fmt.Errorf("the durable inputs Secret %s is missing", DurableName(p.Kind, p.Obj.GetName()))
 		}
 		run.Inputs = jobs.Inputs{MainTF: p.Durable.Data[contract.MainFile], TFVars: p.Durable.Data[contract.TFVarsFile]}
 		if img := p.Durable.Annotations[infrav1.ImageAnnotation]; img != "" {
@@ -139,117 +181,72 @@ func (f *Flow) startJob(ctx context.Context, p *Pass) error {
 		}
 	default:
 		if p.Inputs.Rendered == nil {
-			return fmt.Errorf("no rendered inputs for %s", op)
+			return nil, fmt.Errorf("no rendered inputs for %s", op)
 		}
 		run.Inputs = jobs.Inputs{MainTF: p.Inputs.Rendered.MainTF, TFVars: p.Inputs.Rendered.TFVars}
 	}
+	return run, nil
+}
 
-	// The Job is built before any lease is taken: a Job that can never
-	// be created is reported and holds nothing.
-	job, dropped, err := jobs.Build(run)
-	if err != nil {
-		f.reportJobInvalid(p, op, fmt.Sprintf("Job %s cannot be built: %v", plan.Name, err))
-		return nil
-	}
-
-	wait, err := f.acquireLeases(ctx, p, plan.Name, op)
-	if err != nil {
-		return err
-	}
-	if wait != nil {
-		f.reportLeaseWait(p, op, wait)
-		p.Requeue(decide.RequeueLeaseWait)
-		return nil
-	}
-
-	if op == infrav1.OperationApply && !plan.DurableInputs {
-		if err := f.writeDurable(ctx, p); err != nil {
-			return err
+// createRun creates the run's per-run Secret, then its Job, once the
+// leases are held. The Secret comes first, owned by the object until the
+// Job exists: a pass that dies between the two creations leaves a Secret
+// the next pass takes up, never a Job whose pod cannot start. A run whose
+// name is taken by something that is not CAPTF's, or whose Job the API
+// server refuses, is not created and rolls back along one path: the
+// Secret written for it goes, the leases are given back, and the refusal
+// is reported. It returns the Job created or found (nil when the run
+// rolled back) and whether this pass created it.
+func (f *Flow) createRun(ctx context.Context, p *Pass, run *jobs.Run, job *batchv1.Job) (*batchv1.Job, bool, error) {
+	op := run.Op
+	var pending *corev1.Secret
+	rollback := func(report func(*Pass, infrav1.Operation, string), msg string) (*batchv1.Job, bool, error) {
+		if pending != nil {
+			if err := f.Client.Delete(ctx, pending, client.Preconditions{UID: &pending.UID}); client.IgnoreNotFound(err) != nil {
+				return nil, false, fmt.Errorf("failed to delete Secret %s: %w", pending.Name, err)
+			}
 		}
-	}
-	if err := f.setMoveBlock(ctx, p); err != nil {
-		return err
-	}
-
-	if len(dropped) > 0 {
-		f.event(p, nil, corev1.EventTypeWarning, infrav1.EnvVarDroppedEvent,
-			"Dropped spec.jobs.env entries reserved for the runner: "+strings.Join(dropped, ", "))
+		return nil, false, f.giveBack(ctx, p, job.Name, func() { report(p, op, msg) })
 	}
 	if taken, err := f.runNameTaken(ctx, run, job); err != nil || taken != "" {
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		return f.giveBack(ctx, p, plan.Name, func() { f.reportJobNameTaken(p, op, taken) })
+		return rollback(f.reportJobNameTaken, taken)
 	}
-	// The per-run Secret first, owned by the object until the Job exists:
-	// a pass that dies between the two creations leaves a Secret the next
-	// pass takes up, never a Job whose pod cannot start.
-	pending, err := jobs.PendingRunSecret(run)
+	secret, err := jobs.PendingRunSecret(run)
 	if err != nil {
-		return fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(plan.Name), err)
+		return nil, false, fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(job.Name), err)
 	}
-	pendingCreated := true
-	if err := f.Client.Create(ctx, pending); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("failed to create Secret %s: %w", pending.Name, err)
-		}
-		pendingCreated = false
+	if err := f.Client.Create(ctx, secret); err == nil {
+		pending = secret
+	} else if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("failed to create Secret %s: %w", secret.Name, err)
 	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			// The API server refuses this Job whatever the pass: the Secret
-			// written for it goes, the leases are given back at once, and
-			// the report says why.
-			if pendingCreated {
-				if err := f.Client.Delete(ctx, pending, client.Preconditions{UID: &pending.UID}); client.IgnoreNotFound(err) != nil {
-					return fmt.Errorf("failed to delete Secret %s: %w", pending.Name, err)
-				}
-			}
-			return f.giveBack(ctx, p, plan.Name, func() {
-				f.reportJobInvalid(p, op, fmt.Sprintf("the API server refused Job %s: %v", plan.Name, err))
-			})
+			// The API server refuses this Job whatever the pass.
+			return rollback(f.reportJobInvalid, fmt.Sprintf("the API server refused Job %s: %v", job.Name, err))
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("failed to create Job %s: %w", plan.Name, err)
+			return nil, false, fmt.Errorf("failed to create Job %s: %w", job.Name, err)
 		}
 		created = false
 		existing := &batchv1.Job{}
 		if err := f.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
-			return fmt.Errorf("failed to read Job %s: %w", plan.Name, err)
+			return nil, false, fmt.Errorf("failed to read Job %s: %w", job.Name, err)
 		}
 		if why := jobs.NotOurs(existing, job); why != "" {
-			// Created between the check above and this create: the Secret
-			// written for the run goes too.
-			if pendingCreated {
-				if err := f.Client.Delete(ctx, pending, client.Preconditions{UID: &pending.UID}); client.IgnoreNotFound(err) != nil {
-					return fmt.Errorf("failed to delete Secret %s: %w", pending.Name, err)
-				}
-			}
-			return f.giveBack(ctx, p, plan.Name, func() {
-				f.reportJobNameTaken(p, op, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
-			})
+			// Created between the check above and this create.
+			return rollback(f.reportJobNameTaken, fmt.Sprintf("Job %s exists and is not CAPTF's: %s", job.Name, why))
 		}
 		job = existing
 	}
-	if created && op == infrav1.OperationApply && d.Reason == decide.ReasonInputsChanged {
-		// Counted when the apply's Job is created, once: a pass that finds
-		// the Job already there counted it before.
-		metrics.InputsHashChanged(p.Kind)
+	if err := f.handRunSecret(ctx, job, pending); err != nil {
+		return nil, false, err
 	}
-	var known *corev1.Secret
-	if pendingCreated {
-		known = pending
-	}
-	if err := f.handRunSecret(ctx, job, known); err != nil {
-		return err
-	}
-
-	now := metav1.NewTime(p.Now)
-	p.Status().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op, Attempt: int32(plan.Attempt), StartTime: &now}
-	f.jobStarted(p, job, op)
-	p.Requeue(decide.RequeueJobRunning)
-	return nil
+	return job, created, nil
 }
 
 // pinned returns image pinned to digest (repository@sha256:...), or image
@@ -262,9 +259,10 @@ func pinned(image, digest string) string {
 	return ref.Context().Name() + "@" + digest
 }
 
-// jobStarted sets the conditions and events of a started Job.
+// jobStarted records a started Job and emits its events.
 func (f *Flow) jobStarted(p *Pass, job *batchv1.Job, op infrav1.Operation) {
 	d := p.Decision
+	p.facts.started = &startedJob{name: job.Name, op: op, remediation: op == infrav1.OperationApply && d.Job.DriftRemediation}
 	note := fmt.Sprintf("Started Job %s: %s attempt %d of %s (%s)", job.Name, op, d.Job.Attempt, p.Obj.GetWorkspace().Source.Image, d.Reason)
 	f.event(p, job, corev1.EventTypeNormal, infrav1.JobCreatedEvent, note)
 	switch op {
@@ -273,14 +271,11 @@ func (f *Flow) jobStarted(p *Pass, job *batchv1.Job, op infrav1.Operation) {
 			f.event(p, job, corev1.EventTypeNormal, infrav1.InputsChangedEvent, "Inputs changed to "+d.Job.InputsHash)
 		}
 		if d.Job.DriftRemediation {
-			p.record(fromJobStart, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftRemediatingReason, "Job "+job.Name+" remediates the drift")
 			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftRemediationStartedEvent, "Job "+job.Name+" remediates the drift")
 		}
 		if d.Job.ExpectPlanHash != "" {
 			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanApprovedEvent, "Applying approved plan "+d.Job.ExpectPlanHash)
 		}
-	case infrav1.OperationDrift, infrav1.OperationRefresh:
-		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+job.Name+" is running")
 	case infrav1.OperationRestore:
 		p.Status().LastRestoredSerial = d.Job.RestoreSerial
 	}
@@ -291,7 +286,7 @@ func (f *Flow) writeDurable(ctx context.Context, p *Pass) error {
 	r := p.Inputs.Rendered
 	name := DurableName(p.Kind, p.Obj.GetName())
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Obj.GetNamespace()}}
-	res, err := controllerutil.CreateOrPatch(ctx, f.Client, s, func() error {
+	_, err := controllerutil.CreateOrPatch(ctx, f.Client, s, func() error {
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
@@ -312,7 +307,6 @@ func (f *Flow) writeDurable(ctx context.Context, p *Pass) error {
 	if err != nil {
 		return fmt.Errorf("failed to write the durable inputs Secret %s: %w", name, err)
 	}
-	_ = res
 	p.Durable = s
 	return nil
 }
@@ -369,9 +363,7 @@ func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
 		}
 	}
 	if len(foreign) > 0 {
-		p.record(fromRefusal, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateSecretForeignReason,
-			"Secret "+strings.Join(foreign, ", ")+" carries this object's state name but not CAPTF's owner labels for it; "+
-				"it is never deleted, and the finalizer stays until it is removed or labelled")
+		p.facts.foreignState = foreign
 		p.Requeue(decide.RequeueNotReady)
 		return nil
 	}
@@ -413,9 +405,9 @@ func (f *Flow) cleanup(ctx context.Context, p *Pass) error {
 	if p.Decision.Reason == decide.ReasonDestroySucceeded {
 		f.event(p, nil, corev1.EventTypeNormal, infrav1.DestroyedEvent, "Destroyed the infrastructure")
 	}
-	// Deletion is complete: the status patch records it, and the
-	// finalizer goes right after it (dropFinalizer).
-	p.record(fromJobResult, infrav1.DeletingCondition, metav1ConditionTrue, infrav1.DeletionCompletedReason, "")
+	// Deletion is complete: the status patch records it (Deleting is
+	// DeletionCompleted), and the finalizer goes right after it
+	// (dropFinalizer).
 	p.dropFinalizer = true
 	return errStop
 }
@@ -441,27 +433,15 @@ func (f *Flow) dropFinalizer(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// jobCondition is the condition an operation's Job reports on.
-func jobCondition(op infrav1.Operation) string {
-	switch op {
-	case infrav1.OperationDrift, infrav1.OperationRefresh:
-		return infrav1.DriftJobSucceededCondition
-	case infrav1.OperationRestore:
-		return infrav1.RestoreJobSucceededCondition
-	}
-	return infrav1.ApplyJobSucceededCondition
-}
-
 // reportJobInvalid reports a Job that cannot be created (JobInvalid on the
 // operation's condition, a JobInvalid event once per cause); the object
 // waits for its spec to change.
 func (f *Flow) reportJobInvalid(p *Pass, op infrav1.Operation, msg string) {
 	msg = capMessage(msg)
-	t := jobCondition(op)
-	if prev := p.Before(t); prev == nil || prev.Reason != infrav1.JobInvalidReason || prev.Message != msg {
+	if prev := p.Before(jobs.OperationOf(op).Condition); prev == nil || prev.Reason != infrav1.JobInvalidReason || prev.Message != msg {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInvalidEvent, msg)
 	}
-	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobInvalidReason, msg)
+	p.facts.refusal = &refusal{op: op, cause: refusedJobInvalid, detail: msg}
 	p.Requeue(decide.RequeueFixInput)
 }
 
@@ -586,11 +566,10 @@ func (f *Flow) handRunSecret(ctx context.Context, job *batchv1.Job, secret *core
 // an earlier object of the same name is garbage collected).
 func (f *Flow) reportJobNameTaken(p *Pass, op infrav1.Operation, msg string) {
 	msg = capMessage(msg + "; it is left alone, and no Job starts until it is removed")
-	t := jobCondition(op)
-	if prev := p.Before(t); prev == nil || prev.Reason != infrav1.JobNameTakenReason || prev.Message != msg {
+	if prev := p.Before(jobs.OperationOf(op).Condition); prev == nil || prev.Reason != infrav1.JobNameTakenReason || prev.Message != msg {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.JobNameTakenEvent, msg)
 	}
-	p.record(fromRefusal, t, metav1ConditionFalse, infrav1.JobNameTakenReason, msg)
+	p.facts.refusal = &refusal{op: op, cause: refusedJobNameTaken, detail: msg}
 	p.Requeue(decide.RequeueLeaseWait)
 }
 
@@ -599,18 +578,11 @@ func capMessage(m string) string { return text.Truncate(m, 1024) }
 
 // reportLeaseWait reports a lease wait on the operation's condition.
 func (f *Flow) reportLeaseWait(p *Pass, op infrav1.Operation, w *Wait) {
-	t := infrav1.ApplyJobSucceededCondition
-	switch op {
-	case infrav1.OperationDrift, infrav1.OperationRefresh:
-		t = infrav1.DriftJobSucceededCondition
-	case infrav1.OperationRestore:
-		t = infrav1.RestoreJobSucceededCondition
-	}
-	if prev := p.Before(t); prev == nil || prev.Reason != w.Reason {
+	if prev := p.Before(jobs.OperationOf(op).Condition); prev == nil || prev.Reason != w.Reason {
 		f.event(p, nil, corev1.EventTypeNormal, w.Reason, w.Message)
 		metrics.LeaseWait(p.Kind, w.metric)
 	}
-	p.record(fromRefusal, t, metav1ConditionUnknown, w.Reason, w.Message)
+	p.facts.refusal = &refusal{op: op, cause: refusedLease, wait: w}
 }
 
 // runBusy says what of the object may still be running, read live: the

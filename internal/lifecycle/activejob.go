@@ -22,10 +22,7 @@ func (f *Flow) activeJob(ctx context.Context, p *Pass) error {
 	if p.Active == nil {
 		return nil
 	}
-	op := p.Active.Labels[infrav1.OpLabel]
-	if op == string(infrav1.OperationDrift) || op == string(infrav1.OperationRefresh) {
-		p.record(fromJobStart, infrav1.DriftJobSucceededCondition, metav1ConditionUnknown, infrav1.DriftJobRunningReason, "Job "+p.Active.Name+" is running")
-	}
+	p.facts.running = p.Active
 	if err := f.handActiveRunSecret(ctx, p); err != nil {
 		return err
 	}

@@ -200,13 +200,13 @@ type Pass struct {
 	// read.
 	backupSkippedUnreadable bool
 
-	// facts are what the pass found about each condition
-	// (conditions.go); before are the conditions as the pass read them.
-	facts  map[string]fact
+	// facts are what the pass's steps found, typed (facts.go); before are
+	// the conditions as the pass read them.
+	facts  facts
 	before map[string]metav1.Condition
-	// paused: the object or its Cluster is paused; pausedSeen: the
-	// preamble got as far as reading it.
-	paused, pausedSeen bool
+	// paused: the object or its Cluster is paused (facts.pausedRead says
+	// whether the preamble read it).
+	paused bool
 	// jobCacheStale: status.activeJob names a Job the cache does not have
 	// yet but the API server does.
 	jobCacheStale bool
@@ -215,6 +215,9 @@ type Pass struct {
 	// dropFinalizer: deletion is complete; the finalizer goes after the
 	// status patch.
 	dropFinalizer bool
+	// driftOn: the object's effective drift interval is on, as the decide
+	// step found it (nil when the pass did not decide).
+	driftOn *bool
 }
 
 // deleting: the object has a deletion timestamp.

@@ -26,7 +26,7 @@ import (
 //   - A restore that succeeded removes captf.io/restore-state and forgets
 //     the serial, so the same serial can be asked for again; a failed one
 //     keeps both, and is not retried for that serial.
-func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) {
+func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) *planRecord {
 	kind := p.Kind
 	succeeded := c.Outcome == jobs.OutcomeSucceeded
 	switch op {
@@ -42,7 +42,7 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
 		plan := f.Adapter.Fields(p.Obj).Plan
 		if approved == "" || plan == nil {
-			return
+			return nil
 		}
 		switch c.Outcome {
 		case jobs.OutcomeSucceeded:
@@ -51,8 +51,8 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanAppliedEvent, "Applied approved plan "+approved+" with Job "+job.Name)
 			metrics.PlanApproval(kind, "approved")
 		case jobs.OutcomePlanChanged:
-			f.recordPlanPreview(p, job, c, infrav1.PlanChangedReason)
 			metrics.PlanApproval(kind, "changed")
+			return f.recordPlanPreview(p, job, c, infrav1.PlanChangedReason)
 		}
 	case infrav1.OperationRestore:
 		switch c.Outcome {
@@ -60,7 +60,7 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			serial := job.Annotations[infrav1.RestoreSerialAnnotation]
 			removeAnnotationIf(p, infrav1.RestoreStateAnnotation, serial)
 			p.Status().LastRestoredSerial = 0
-			f.event(p, job, corev1.EventTypeNormal, infrav1.StateRestoredEvent, "Restored state backup serial "+serial+" with Job "+job.Name)
+			f.event(p, job, corev1.EventTypeNormal, jobs.OperationOf(op).SucceededEvent, "Restored state backup serial "+serial+" with Job "+job.Name)
 			metrics.StateRestore(kind, "succeeded")
 		case jobs.OutcomeActive, jobs.OutcomeInterrupted:
 		default:
@@ -70,9 +70,10 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			if c.Detail != "" {
 				msg += ": " + c.Detail
 			}
-			f.event(p, job, corev1.EventTypeWarning, infrav1.StateRestoreFailedEvent, msg)
+			f.event(p, job, corev1.EventTypeWarning, jobs.OperationOf(op).FailedEvent, msg)
 		}
 	}
+	return nil
 }
 
 // removeAnnotationIf removes an annotation whose value is want, and says
@@ -89,12 +90,13 @@ func removeAnnotationIf(p *Pass, key, want string) bool {
 }
 
 // recordPlanPreview puts a plan the runner read back in status.plan for
-// approval, with the exact approve command in ApplyJobSucceeded (Unknown:
-// waiting never turns Ready false).
-func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) string {
+// approval, and returns it with the exact approve command for
+// ApplyJobSucceeded (Unknown: waiting never turns Ready false); nil when
+// the kind keeps no plan or the result carries none.
+func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) *planRecord {
 	plan := f.Adapter.Fields(p.Obj).Plan
 	if plan == nil || c.Result.Plan == nil {
-		return ""
+		return nil
 	}
 	pl := c.Result.Plan
 	created := metav1.NewTime(c.FinishedAt)
@@ -104,8 +106,7 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 	if note := clampedNote(c); note != "" {
 		msg += "; " + note
 	}
-	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionUnknown, reason, msg)
-	return msg
+	return &planRecord{reason: reason, message: msg}
 }
 
 // forgetRestore clears status.lastRestoredSerial once captf.io/restore-state

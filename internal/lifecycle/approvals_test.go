@@ -95,7 +95,7 @@ func TestConsumeRequests(t *testing.T) {
 			p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Namespace: "ns", Annotations: tc.jobAnn}}
 			c := &jobs.Classification{Outcome: tc.outcome, FinishedAt: time.Unix(100, 0), Result: jobs.Result{Plan: tc.plan}}
-			f.consumeRequests(p, job, tc.op, c)
+			recorded := f.consumeRequests(p, job, tc.op, c)
 
 			var got []string
 			for k := range obj.Annotations {
@@ -132,11 +132,14 @@ func TestConsumeRequests(t *testing.T) {
 					t.Errorf("no %s event", tc.wantEvent)
 				}
 			}
-			cond := p.Condition(infrav1.ApplyJobSucceededCondition)
+			// The plan recorded for approval is what ApplyJobSucceeded says
+			// of the Job (setApplyJobSucceeded).
+			p.facts.results = append(p.facts.results, jobResult{name: job.Name, op: tc.op, c: c, plan: recorded})
+			cond := applyResultVerdict(&p.facts.results[0])
 			switch {
-			case tc.wantReason == "" && cond != nil:
-				t.Errorf("ApplyJobSucceeded set to %s/%s", cond.Status, cond.Reason)
-			case tc.wantReason != "" && (cond == nil || cond.Reason != tc.wantReason || cond.Status != metav1.ConditionUnknown):
+			case tc.wantReason == "" && recorded != nil:
+				t.Errorf("a plan was recorded: %+v", recorded)
+			case tc.wantReason != "" && (cond == nil || cond.reason != tc.wantReason || cond.status != metav1.ConditionUnknown):
 				t.Errorf("ApplyJobSucceeded = %v, want Unknown/%s", cond, tc.wantReason)
 			}
 		})

@@ -19,16 +19,22 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 )
 
-// bookkeeping reads the object's Jobs, accounts for every one that finished
-// since it was last seen, prunes history, and finds the active Job.
-func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
+// resolvePolicy resolves the effective Job policy: the object's own
+// spec.jobs over its cluster's defaults (reference-facts §8.2), and
+// whether it is valid.
+func (f *Flow) resolvePolicy(_ context.Context, p *Pass) error {
 	var clusterDefaults *infrav1.JobPolicy
 	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
 		clusterDefaults = jobs.ClusterDefaults(p.TerraformCluster)
 	}
 	p.Policy = jobs.Effective(p.Obj.GetWorkspace().Jobs, clusterDefaults)
 	p.PolicyErr = p.Policy.Validate()
+	return nil
+}
 
+// bookkeeping reads the object's Jobs, accounts for every one that finished
+// since it was last seen, prunes history, and finds the active Job.
+func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	var list batchv1.JobList
 	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(p.owner().Labels())); err != nil {
 		return fmt.Errorf("failed to list Jobs: %w", err)
@@ -196,9 +202,8 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 			return fmt.Errorf("failed to record the interrupted apply on Secret %s: %w", durable.Name, err)
 		}
 	}
-	msg := "Job " + aj.Name + " disappeared while it ran and may have applied part of its change; an apply of the current inputs is due"
-	p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.ApplyFailedReason, msg)
-	f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInterruptedEvent, msg)
+	p.facts.vanished = aj.Name
+	f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInterruptedEvent, vanishedMessage(aj.Name))
 	return f.releaseLeases(ctx, p, aj.Name)
 }
 
@@ -211,7 +216,7 @@ func isOwnedBy(job *batchv1.Job, obj client.Object) bool {
 	return false
 }
 
-// bookkeepJob records one newly finished Job in status and conditions,
+// bookkeepJob records one newly finished Job in status and as a fact,
 // pins the image digest of a succeeded apply, and gives back the Job's
 // per-run Secret and run lease.
 func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jobs.Classification) error {
@@ -235,59 +240,29 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	finished := metav1.NewTime(c.FinishedAt)
 	succeeded := c.Outcome == jobs.OutcomeSucceeded
-	reason := c.Reason(op)
-	detail := c.Detail
-	remediation := job.Annotations[infrav1.DriftRemediationAnnotation] == "true"
+	res := jobResult{name: job.Name, op: op, c: c, remediation: job.Annotations[infrav1.DriftRemediationAnnotation] == "true"}
 
-	switch op {
-	case infrav1.OperationApply, infrav1.OperationDestroy:
-		switch {
-		case succeeded && op == infrav1.OperationApply:
-			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.ApplySucceededReason, clampedNote(c))
-			if remediation {
-				f.driftRemediated(p, job)
-			}
-			p.sampleOp = decide.OpApply
-			p.appliedAt = c.FinishedAt
-			if err := f.pinDigest(ctx, p, c); err != nil {
-				return err
-			}
-		case succeeded:
-			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionTrue, infrav1.DestroySucceededReason, clampedNote(c))
-		case reason != "":
-			p.record(fromJobResult, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, reason,
-				fmt.Sprintf("Job %s: %s", job.Name, detail))
-			if remediation {
-				// A remediation that failed or was blocked leaves the drift
-				// pending (Drift: the remediation cap decides the retry).
-				p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionTrue, infrav1.DriftPendingReason,
-					fmt.Sprintf("Job %s did not remediate the drift: %s", job.Name, detail))
-			}
+	switch {
+	case op == infrav1.OperationApply && succeeded:
+		if res.remediation {
+			f.driftResolvedEvent(p, job, "Job "+job.Name+" remediated the drift")
 		}
-	case infrav1.OperationRefresh, infrav1.OperationDrift:
-		switch {
-		case succeeded:
-			p.record(fromJobResult, infrav1.DriftJobSucceededCondition, metav1ConditionTrue, infrav1.DriftCheckedReason, "")
-			p.sampleOp = decide.Operation(op)
-			if op == infrav1.OperationRefresh {
-				s.LastRefresh = &finished
-			} else {
-				s.LastDriftCheck = &finished
-				f.setDriftDetected(p, job, c)
-			}
-		case reason != "":
-			p.record(fromJobResult, infrav1.DriftJobSucceededCondition, metav1ConditionFalse, reason,
-				fmt.Sprintf("Job %s: %s", job.Name, detail))
+		p.sampleOp = decide.OpApply
+		p.appliedAt = c.FinishedAt
+		if err := f.pinDigest(ctx, p, c); err != nil {
+			return err
 		}
-	case infrav1.OperationRestore:
-		if succeeded {
-			p.record(fromJobResult, infrav1.RestoreJobSucceededCondition, metav1ConditionTrue, infrav1.StateRestoredReason, "")
-		} else if reason != "" {
-			p.record(fromJobResult, infrav1.RestoreJobSucceededCondition, metav1ConditionFalse, reason,
-				fmt.Sprintf("Job %s: %s", job.Name, detail))
+	case (op == infrav1.OperationRefresh || op == infrav1.OperationDrift) && succeeded:
+		p.sampleOp = decide.Operation(op)
+		if op == infrav1.OperationRefresh {
+			s.LastRefresh = &finished
+		} else {
+			s.LastDriftCheck = &finished
+			res.remediate = decide.EffectiveDriftAction(p.Kind, f.Adapter.Fields(p.Obj).DriftAction) == decide.DriftRemediate
+			f.driftCheckedEvent(p, job, &res)
 		}
-	case infrav1.OperationPlan:
-		f.recordPlan(p, job, c)
+	case op == infrav1.OperationPlan:
+		res.plan = f.recordPlan(p, job, c)
 	}
 	// The Job's event and counters follow the status patch that records
 	// its result, once: a pass that dies before the patch repeats nothing,
@@ -299,7 +274,10 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 			f.jobMetrics(p, job, op, c)
 		})
 	}
-	f.consumeRequests(p, job, op, c)
+	if plan := f.consumeRequests(p, job, op, c); plan != nil {
+		res.plan = plan
+	}
+	p.facts.results = append(p.facts.results, res)
 
 	// The per-run Secret goes once the result is read; that also gives back
 	// the run lease.
@@ -357,37 +335,22 @@ func (f *Flow) jobEvent(p *Pass, job *batchv1.Job, c *jobs.Classification) {
 	}
 }
 
-// driftRemediated records that a drift-remediation apply succeeded: the
-// drift is resolved until the next drift check says otherwise.
-func (f *Flow) driftRemediated(p *Pass, job *batchv1.Job) {
-	prev := p.Condition(infrav1.DriftDetectedCondition)
-	p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, "Job "+job.Name+" remediated the drift")
-	if prev != nil && prev.Status == metav1ConditionTrue {
-		f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, "Job "+job.Name+" remediated the drift")
+// driftResolvedEvent emits DriftResolved when drift was found before the
+// Job that resolves it was bookkept.
+func (f *Flow) driftResolvedEvent(p *Pass, job *batchv1.Job, note string) {
+	if prev := p.Condition(infrav1.DriftDetectedCondition); prev != nil && prev.Status == metav1ConditionTrue {
+		f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, note)
 	}
 }
 
-// setDriftDetected records a drift Job's finding.
-func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classification) {
-	prev := p.Condition(infrav1.DriftDetectedCondition)
-	if !c.Result.DriftDetected {
-		p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionFalse, infrav1.NoDriftReason, fmt.Sprintf("Job %s found no drift", job.Name))
-		if prev != nil && prev.Status == metav1ConditionTrue {
-			f.event(p, job, corev1.EventTypeNormal, infrav1.DriftResolvedEvent, "No drift found by Job "+job.Name)
-		}
+// driftCheckedEvent emits the event of a drift Job's finding: DriftDetected
+// for drift, DriftResolved for none after drift.
+func (f *Flow) driftCheckedEvent(p *Pass, job *batchv1.Job, r *jobResult) {
+	if !r.c.Result.DriftDetected {
+		f.driftResolvedEvent(p, job, "No drift found by Job "+job.Name)
 		return
 	}
-	reason := infrav1.DriftReportedReason
-	action := decide.EffectiveDriftAction(p.Kind, f.Adapter.Fields(p.Obj).DriftAction)
-	if action == decide.DriftRemediate {
-		reason = infrav1.DriftPendingReason
-	}
-	msg := fmt.Sprintf("Job %s found drift", job.Name)
-	if d := c.Result.LastRun.Drift; d != nil {
-		msg = fmt.Sprintf("Job %s found drift: %d to add, %d to change, %d to destroy", job.Name, deref(d.Add), deref(d.Change), deref(d.Destroy))
-	}
-	p.record(fromJobResult, infrav1.DriftDetectedCondition, metav1ConditionTrue, reason, msg)
-	f.event(p, job, corev1.EventTypeWarning, infrav1.DriftDetectedEvent, msg)
+	f.event(p, job, corev1.EventTypeWarning, infrav1.DriftDetectedEvent, driftFoundMessage(r))
 }
 
 func deref(p *int32) int32 {
@@ -398,13 +361,15 @@ func deref(p *int32) int32 {
 }
 
 // recordPlan records a plan Job's plan for approval (applyPolicy Manual).
-func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) {
+func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) *planRecord {
 	if c.Outcome != jobs.OutcomeSucceeded {
-		return
+		return nil
 	}
-	if msg := f.recordPlanPreview(p, job, c, infrav1.PlanAwaitingApprovalReason); msg != "" {
-		f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, msg)
+	plan := f.recordPlanPreview(p, job, c, infrav1.PlanAwaitingApprovalReason)
+	if plan != nil {
+		f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, plan.message)
 	}
+	return plan
 }
 
 // pinDigest records a succeeded apply's image digest on the durable inputs

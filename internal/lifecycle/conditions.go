@@ -9,63 +9,11 @@ import (
 )
 
 // A pass never writes a condition onto the object while it runs. Each step
-// records what it found as a fact about a condition, with the weight of
-// what found it; computeConditions, in the status step, writes every
-// condition once from those facts, the defaults and the conditions the
-// object carried, and then summarises Ready. So the patch helper's
-// snapshot always sees the object as it was read, every "before" a step
-// compares with is the stored condition, and which finding wins is decided
-// in one place instead of by the order the steps happen to run in.
-
-// weight orders the facts recorded about one condition in a pass: the
-// heaviest wins; between facts of one weight, the one recorded last.
-type weight int
-
-const (
-	// fromReading: a reading of this pass (state, outputs, health,
-	// credentials, owner).
-	fromReading weight = iota
-	// fromJobResult: a Job bookkept this pass reported it.
-	fromJobResult
-	// fromJobStart: a Job this pass started or found running.
-	fromJobStart
-	// fromRefusal: this pass cannot run the operation (a lease wait, an
-	// invalid Job policy, inputs too large, a refused identity, missing
-	// durable inputs).
-	fromRefusal
-)
-
-type fact struct {
-	c metav1.Condition
-	w weight
-}
-
-// record notes a fact about condition t; the heaviest fact of the pass
-// becomes the condition.
-func (p *Pass) record(w weight, t string, status metav1.ConditionStatus, reason, message string) {
-	if p.facts == nil {
-		p.facts = map[string]fact{}
-	}
-	if cur, ok := p.facts[t]; ok && cur.w > w {
-		return
-	}
-	p.facts[t] = fact{w: w, c: metav1.Condition{Type: t, Status: status, Reason: reason, Message: message}}
-}
-
-// SetCondition lets an adapter record what its own step observed.
-func (p *Pass) SetCondition(t string, status metav1.ConditionStatus, reason, message string) {
-	p.record(fromReading, t, status, reason, message)
-}
-
-// Condition is condition t as this pass sees it: what the pass recorded,
-// else what the object carried when the pass read it; nil when neither.
-func (p *Pass) Condition(t string) *metav1.Condition {
-	if f, ok := p.facts[t]; ok {
-		c := f.c
-		return &c
-	}
-	return p.Before(t)
-}
+// records what it found as a typed fact (facts.go); the status step sets
+// every condition once from those facts (conditions_set.go) and then
+// summarises Ready. So the patch helper's snapshot always sees the object
+// as it was read, and every "before" a step compares with is the stored
+// condition.
 
 // Before is condition t as the object carried it when the pass read it,
 // nil when unset.
@@ -105,81 +53,6 @@ var ownedConditions = []string{
 	infrav1.DeletionBlockedCondition,
 	infrav1.EndpointAvailableCondition,
 	infrav1.AutoscalingActiveCondition,
-}
-
-// recordDefaults records the conditions every object carries from its
-// first reconcile: Deleting, Paused and DependenciesReady follow the pass;
-// the others start at their initial reason until a step says otherwise.
-func recordDefaults(p *Pass) {
-	initial := func(t string, status metav1.ConditionStatus, reason string) {
-		if p.Condition(t) == nil {
-			p.record(fromReading, t, status, reason, "")
-		}
-	}
-	if p.deleting() {
-		p.record(fromReading, infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason, "")
-	} else {
-		p.record(fromReading, infrav1.DeletingCondition, metav1.ConditionFalse, infrav1.NotDeletingReason, "")
-	}
-	if p.pausedSeen {
-		if p.paused {
-			p.record(fromReading, infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReason, "")
-		} else {
-			p.record(fromReading, infrav1.PausedCondition, metav1.ConditionFalse, infrav1.NotPausedReason, "")
-		}
-	}
-	if p.OwnerWait == nil {
-		p.record(fromReading, infrav1.DependenciesReadyCondition, metav1.ConditionTrue, infrav1.DependenciesReadyReason, "")
-	}
-	initial(infrav1.DriftDetectedCondition, metav1.ConditionUnknown, infrav1.DriftNotCheckedReason)
-	initial(infrav1.DriftJobSucceededCondition, metav1.ConditionUnknown, infrav1.DriftNotCheckedReason)
-	initial(infrav1.ApplyJobSucceededCondition, metav1.ConditionUnknown, infrav1.NoApplyYetReason)
-	initial(infrav1.StateReadableCondition, metav1.ConditionUnknown, infrav1.StateNotFoundReason)
-	initial(infrav1.OutputsValidCondition, metav1.ConditionUnknown, infrav1.OutputsPendingReason)
-	initial(infrav1.IdentityAllowedCondition, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
-	initial(infrav1.CredentialsMirroredCondition, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
-	initial(infrav1.RunnerRBACReadyCondition, metav1.ConditionUnknown, infrav1.RBACFailedReason)
-	if p.Kind == infrav1.KindTerraformCluster {
-		initial(infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)
-	}
-}
-
-// computeConditions writes every condition the pass recorded onto the
-// object, once, then summarises Ready.
-func (f *Flow) computeConditions(p *Pass) error {
-	recordDefaults(p)
-	for _, t := range ownedConditions {
-		fc, ok := p.facts[t]
-		if !ok {
-			continue
-		}
-		c := fc.c
-		c.ObservedGeneration = p.Obj.GetGeneration()
-		conditions.Set(p.Obj, c)
-	}
-	return f.summarizeReady(p)
-}
-
-// summarizeReady sets Ready over the conditions the kind lists for its
-// phase (reference-facts §1.1): Deleting has negative polarity; waiting
-// reasons are Unknown so waiting never turns Ready False.
-func (f *Flow) summarizeReady(p *Pass) error {
-	return conditions.SetSummaryCondition(p.Obj, p.Obj, infrav1.ReadyCondition,
-		conditions.ForConditionTypes(p.Kind.ReadyConditions(p.Provisioned())),
-		conditions.NegativePolarityConditionTypes{infrav1.DeletingCondition},
-		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
-			conditions.GetPriorityFunc(conditions.GetDefaultMergePriorityFunc(infrav1.DeletingCondition)),
-			conditions.ComputeReasonFunc(func(issues, unknown, _ []conditions.ConditionWithOwnerInfo) string {
-				switch {
-				case len(issues) > 0:
-					return infrav1.NotReadyReason
-				case len(unknown) > 0:
-					return infrav1.ReadyUnknownReason
-				}
-				return infrav1.ReadyReason
-			}),
-		)},
-	)
 }
 
 // conditionEvents are the owned conditions that carry events of their own

@@ -130,6 +130,8 @@ func (f *Flow) decide(ctx context.Context, p *Pass) error {
 		p.dependentsExist = exist
 	}
 	obs := f.observe(p)
+	driftOn := decide.EffectiveDriftInterval(p.Kind, obs.Drift).Enabled
+	p.driftOn = &driftOn
 	d, err := decide.Decide(obs)
 	if err != nil {
 		return fmt.Errorf("failed to decide the next operation: %w", err)

@@ -24,10 +24,10 @@ func (p *Pass) RawOutputs() contract.RawOutputs {
 	return raw
 }
 
-// setOutputsValid sets OutputsValid from a decode verdict.
-func (f *Flow) setOutputsValid(p *Pass, v contract.Verdict) {
+// recordOutputs records a decode verdict of the outputs (OutputsValid).
+func (f *Flow) recordOutputs(p *Pass, v contract.Verdict) {
 	prev := p.Condition(infrav1.OutputsValidCondition)
-	p.record(fromReading, infrav1.OutputsValidCondition, metav1Status(v.Status), v.Reason, v.Message)
+	p.facts.outputs = &v
 	if v.Status == contract.StatusFalse && (prev == nil || prev.Status != metav1ConditionFalse) {
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.OutputsInvalidEvent, v.Message)
 	}
@@ -107,7 +107,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	p.record(fromReading, infrav1.InfrastructureHealthyCondition, metav1ConditionStatus(hc.Status), hc.Reason, msg)
+	p.facts.health = &healthReading{status: metav1ConditionStatus(hc.Status), reason: hc.Reason, message: msg}
 	if p.Provisioned() && (prev == nil || prev.Status != metav1ConditionStatus(hc.Status)) {
 		switch hc.Status {
 		case decide.ConditionTrue:

@@ -183,10 +183,7 @@ func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
 		}
 		if p.OwnerWait == nil {
 			p.OwnerWait = &Wait{Reason: p.Inputs.Reason, Message: p.Inputs.Message, False: status == metav1ConditionFalse}
-			p.record(fromReading, infrav1.DependenciesReadyCondition, status, p.Inputs.Reason, p.Inputs.Message)
 		}
-	case decide.InputsTooLarge:
-		p.record(fromRefusal, infrav1.ApplyJobSucceededCondition, metav1ConditionFalse, infrav1.InputsTooLargeReason, p.Inputs.Message)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func (p *Pass) Event(eventType, reason, note string) {
 }
 
 // SetOutputsValid records OutputsValid from a decode verdict.
-func (p *Pass) SetOutputsValid(v contract.Verdict) { p.flow.setOutputsValid(p, v) }
+func (p *Pass) SetOutputsValid(v contract.Verdict) { p.flow.recordOutputs(p, v) }
 
 // ObserveHealth records a health reading and returns the new
 // InfrastructureHealthy reason.

@@ -83,7 +83,7 @@ func passTransitions(before, after func(string) *metav1.Condition, unreadableSki
 		t.restoreNotFound = ra.Reason == infrav1.RestoreBackupNotFoundReason
 	}
 	if ia := after(infrav1.IdentityAllowedCondition); ia != nil {
-		t.identityDenied = identity.DeniedTransition(before(infrav1.IdentityAllowedCondition), *ia)
+		t.identityDenied = identity.DeniedTransition(before(infrav1.IdentityAllowedCondition), identity.Verdict{Status: ia.Status, Reason: ia.Reason, Message: ia.Message})
 	}
 	return t
 }
@@ -232,13 +232,14 @@ func (f *Flow) finishedJobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operatio
 
 // scheduled reports whether op runs on a schedule for the object, which is
 // when its captf_last_success_timestamp_seconds series is exported: drift
-// while the effective drift interval is on; refresh for a pool (its
-// membership refresh) and for a provisioned machine that annotates its
-// Machine (its health check). Other operations always export theirs.
-func scheduled(kind infrav1.WorkloadKind, op decide.Operation, drift decide.DriftSettings, annotateMachine, provisioned bool) bool {
+// while the effective drift interval is on (driftOn, as the decide step
+// found it); refresh for a pool (its membership refresh) and for a
+// provisioned machine that annotates its Machine (its health check). Other
+// operations always export theirs.
+func scheduled(kind infrav1.WorkloadKind, op decide.Operation, driftOn, annotateMachine, provisioned bool) bool {
 	switch op {
 	case decide.OpDrift:
-		return decide.EffectiveDriftInterval(kind, drift).Enabled
+		return driftOn
 	case decide.OpRefresh:
 		return kind == infrav1.KindTerraformMachinePool || (kind == infrav1.KindTerraformMachine && annotateMachine && provisioned)
 	}
@@ -246,13 +247,16 @@ func scheduled(kind infrav1.WorkloadKind, op decide.Operation, drift decide.Drif
 }
 
 // scheduleMetrics removes the drift and refresh last-success series of an
-// object whose schedule for that operation is off.
+// object whose schedule for that operation is off, on a pass that decided
+// (the decide step found the drift schedule).
 func (f *Flow) scheduleMetrics(p *Pass) {
+	if p.driftOn == nil {
+		return
+	}
 	kind, ns, name := p.Kind, p.Obj.GetNamespace(), p.Obj.GetName()
-	drift := f.driftSettings(p)
 	annotate := f.Adapter.Fields(p.Obj).AnnotateMachine
 	for _, op := range []decide.Operation{decide.OpDrift, decide.OpRefresh} {
-		if !scheduled(p.Kind, op, drift, annotate, p.Provisioned()) {
+		if !scheduled(p.Kind, op, *p.driftOn, annotate, p.Provisioned()) {
 			metrics.DeleteLastSuccess(kind, ns, name, string(op))
 		}
 	}

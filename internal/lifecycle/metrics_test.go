@@ -435,7 +435,7 @@ func TestScheduled(t *testing.T) {
 		{"apply series are always exported", infrav1.KindTerraformCluster, decide.OpApply, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := scheduled(c.kind, c.op, c.drift, c.annotate, c.provisioned); got != c.want {
+			if got := scheduled(c.kind, c.op, decide.EffectiveDriftInterval(c.kind, c.drift).Enabled, c.annotate, c.provisioned); got != c.want {
 				t.Fatalf("scheduled = %v, want %v", got, c.want)
 			}
 		})
@@ -576,7 +576,13 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	for _, op := range []string{"apply", "drift", "refresh"} {
 		metrics.SetLastSuccess("TerraformCluster", tc.Namespace, tc.Name, op, time.Unix(1000, 0))
 	}
-	f.scheduleMetrics(&Pass{Obj: tc, Kind: infrav1.KindTerraformCluster})
+	decided := func() *Pass {
+		p := &Pass{Obj: tc, Kind: infrav1.KindTerraformCluster}
+		on := decide.EffectiveDriftInterval(p.Kind, f.driftSettings(p)).Enabled
+		p.driftOn = &on
+		return p
+	}
+	f.scheduleMetrics(decided())
 	if !readSeries(t, "captf_last_success_timestamp_seconds", labels("drift")).found {
 		t.Error("the drift series went while drift is scheduled by the manager default")
 	}
@@ -585,7 +591,7 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	}
 	off := int32(0)
 	tc.Spec.Drift = &infrav1.DriftPolicy{IntervalSeconds: &off}
-	f.scheduleMetrics(&Pass{Obj: tc, Kind: infrav1.KindTerraformCluster})
+	f.scheduleMetrics(decided())
 	if readSeries(t, "captf_last_success_timestamp_seconds", labels("drift")).found {
 		t.Error("the drift series is exported after intervalSeconds 0 turned drift off")
 	}

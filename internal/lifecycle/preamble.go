@@ -10,12 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
-// preamble looks up the owner, adds the finalizer and reads the pause. An
+// preamble looks up the owner, reads the pause and adds the finalizer. An
 // owner wait ends the pass before credentials unless the object is being
 // deleted (deletion proceeds from the durable inputs); adding the
 // finalizer ends it too, so the write is visible before anything else
@@ -24,6 +23,11 @@ func (f *Flow) preamble(ctx context.Context, p *Pass) error {
 	if err := f.lookupOwner(ctx, p); err != nil {
 		return err
 	}
+	// Paused is read on every pass that finds the object, from the first
+	// on: also while it waits for its owner, and on the pass that adds the
+	// finalizer (Cluster API's paused.EnsurePausedCondition).
+	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
+	p.facts.pausedRead = true
 	if p.OwnerWait != nil && !p.deleting() {
 		p.Requeue(decide.RequeueNotReady)
 		return errStop
@@ -34,8 +38,6 @@ func (f *Flow) preamble(ctx context.Context, p *Pass) error {
 		}
 		return errStop
 	}
-	p.paused = annotations.IsPaused(clusterOrEmpty(p.Cluster), p.Obj)
-	p.pausedSeen = true
 	return nil
 }
 
@@ -79,13 +81,6 @@ func (f *Flow) lookupOwner(ctx context.Context, p *Pass) error {
 		return err
 	}
 	p.OwnerWait = wait
-	if wait != nil {
-		status := metav1ConditionUnknown
-		if wait.False {
-			status = metav1ConditionFalse
-		}
-		p.record(fromReading, infrav1.DependenciesReadyCondition, status, wait.Reason, wait.Message)
-	}
 	return nil
 }
 

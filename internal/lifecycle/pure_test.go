@@ -72,8 +72,7 @@ func TestSummarizeReady(t *testing.T) {
 			p.SetProvisioned()
 			set(p, infrav1.InfrastructureHealthyCondition, c.health)
 			set(p, infrav1.DeletingCondition, c.deleting)
-			f := &Flow{Adapter: readyAdapter{}}
-			if err := f.summarizeReady(p); err != nil {
+			if err := setReady(p); err != nil {
 				t.Fatal(err)
 			}
 			r := condition(p, infrav1.ReadyCondition)

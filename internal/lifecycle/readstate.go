@@ -96,26 +96,20 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	case readErr == nil:
 		p.State = st
 		p.StateStatus = decide.StateRead
-		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionTrue, infrav1.StateReadReason, "")
+		p.facts.state = &stateReading{outcome: stateFound}
 		if st.Serial > 0 {
 			p.Status().ObservedStateSerial = int64(st.Serial)
 		}
 	case errors.Is(readErr, state.ErrNotFound):
 		p.StateStatus = decide.StateNotFound
 		p.neverWritten = errors.Is(readErr, state.ErrNeverWritten)
+		p.facts.state = &stateReading{outcome: stateNotFound}
 		if p.everApplied() {
-			missing := "is missing"
-			if errors.Is(readErr, state.ErrNeverWritten) {
-				missing = "holds no state"
-			}
-			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLostReason,
-				"the state Secret "+state.SecretName(p.Suffix)+" "+missing+"; restore a backup with "+infrav1.RestoreStateAnnotation)
-		} else {
-			p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionUnknown, infrav1.StateNotFoundReason, "")
+			p.facts.state = &stateReading{outcome: stateLost, neverWritten: p.neverWritten}
 		}
 	case reason != "":
 		p.StateStatus = decide.StateUnreadable
-		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, reason, readErr.Error())
+		p.facts.state = &stateReading{outcome: stateUnreadable, reason: reason, detail: readErr.Error()}
 	default:
 		return fmt.Errorf("failed to read the state: %w", readErr)
 	}
@@ -211,12 +205,12 @@ func (f *Flow) checkLock(ctx context.Context, p *Pass) error {
 		// reference-facts §1.8: a base Secret without tfstate while one of
 		// the object's runners holds the lock is a state mid-write.
 		p.StateStatus = decide.StateUnreadable
-		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateInconsistentReason,
-			"the state Secret "+state.SecretName(p.Suffix)+" has no tfstate key yet while runner pod "+v.Pod+" holds the state lock; it may be mid-write")
+		p.facts.state = &stateReading{outcome: stateUnreadable, reason: infrav1.StateInconsistentReason,
+			detail: "the state Secret " + state.SecretName(p.Suffix) + " has no tfstate key yet while runner pod " + v.Pod + " holds the state lock; it may be mid-write"}
 	case v.Holder == state.LockForeign:
 		p.StateStatus = decide.StateUnreadable
 		p.State = nil
-		p.record(fromReading, infrav1.StateReadableCondition, metav1ConditionFalse, infrav1.StateLockedReason, v.Message())
+		p.facts.state = &stateReading{outcome: stateUnreadable, reason: infrav1.StateLockedReason, detail: v.Message()}
 		f.event(p, nil, corev1.EventTypeWarning, infrav1.StateLockedEvent, v.Message())
 	}
 	return nil

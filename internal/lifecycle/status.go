@@ -47,25 +47,48 @@ func (f *Flow) objectMetrics(p *Pass) {
 	f.scheduleMetrics(p)
 }
 
-// patchStatus computes the conditions, writes the object's status (and the
-// metadata the pass changed) once, then marks the Jobs this pass accounted
-// for as bookkept: what a finished Job reported is durable only once the
-// patch succeeded. observedGeneration moves only when the pass itself
-// succeeded; the events and counters of the pass's transitions follow a
-// successful patch, so a failed one repeats nothing.
+// patchStatus ends every pass: it computes the status from the pass's
+// facts, writes it in one patch, then does what must follow a successful
+// write. observedGeneration moves only when the pass itself succeeded.
 func (f *Flow) patchStatus(ctx context.Context, p *Pass, succeeded bool) error {
-	if err := f.computeConditions(p); err != nil {
+	if err := f.computeStatus(p, succeeded); err != nil {
+		return err
+	}
+	if err := f.writeStatus(ctx, p); err != nil {
+		return err
+	}
+	return f.afterWrite(ctx, p)
+}
+
+// computeStatus sets every condition from the pass's facts
+// (conditions_set.go), observedGeneration, and the per-object gauges.
+func (f *Flow) computeStatus(p *Pass, succeeded bool) error {
+	if err := setConditions(p); err != nil {
 		return fmt.Errorf("failed to compute the conditions: %w", err)
 	}
-	s := p.Status()
 	if g := p.Obj.GetGeneration(); g > 0 && succeeded {
-		s.ObservedGeneration = g
+		p.Status().ObservedGeneration = g
 	}
 	f.objectMetrics(p)
+	return nil
+}
+
+// writeStatus writes the object's status (and the metadata the pass
+// changed) once (onepatch.go), and remembers the version it produced.
+func (f *Flow) writeStatus(ctx context.Context, p *Pass) error {
 	if err := f.writeObject(ctx, p); err != nil {
 		return fmt.Errorf("failed to patch %s: %w", client.ObjectKeyFromObject(p.Obj), err)
 	}
 	f.written.wrote(p.Obj.GetUID(), p.fromVersion, p.writes.version)
+	return nil
+}
+
+// afterWrite does what only a successful status patch makes due: the
+// events and counters of the pass's transitions and bookkept Jobs (a
+// failed patch repeats nothing), the Jobs marked bookkept (what a finished
+// Job reported is durable only once the patch holds it), and, after a
+// completed deletion, the finalizer removed.
+func (f *Flow) afterWrite(ctx context.Context, p *Pass) error {
 	f.transitionMetrics(p)
 	f.transitionEvents(p)
 	for _, fn := range p.afterPatch {

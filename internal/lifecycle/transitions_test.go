@@ -11,6 +11,8 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 )
 
@@ -23,13 +25,13 @@ func TestTransitionEvents(t *testing.T) {
 	drift := func(found bool) func(f *Flow, p *Pass) {
 		return func(f *Flow, p *Pass) {
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"}}
-			f.setDriftDetected(p, job, &jobs.Classification{Outcome: jobs.OutcomeSucceeded, FinishedAt: time.Unix(1, 0),
-				Result: jobs.Result{DriftDetected: found}})
+			f.driftCheckedEvent(p, job, &jobResult{name: job.Name, op: infrav1.OperationDrift, c: &jobs.Classification{Outcome: jobs.OutcomeSucceeded, FinishedAt: time.Unix(1, 0),
+				Result: jobs.Result{DriftDetected: found}}})
 		}
 	}
 	outputs := func(status, reason string) func(f *Flow, p *Pass) {
 		return func(f *Flow, p *Pass) {
-			f.setOutputsValid(p, contract.Verdict{Status: status, Reason: reason, Message: "m"})
+			f.recordOutputs(p, contract.Verdict{Status: status, Reason: reason, Message: "m"})
 		}
 	}
 	for _, c := range []struct {
@@ -88,49 +90,52 @@ func TestConditionTransitionEvents(t *testing.T) {
 			before: []metav1.Condition{cond(infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason)}, deleting: true},
 		{name: "Paused: Paused turns True",
 			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionFalse, infrav1.NotPausedReason)},
-			pass:   func(p *Pass) { p.pausedSeen, p.paused = true, true },
+			pass:   func(p *Pass) { p.facts.pausedRead, p.paused = true, true },
 			want:   []string{"Normal Paused"}},
 		{name: "Resumed: Paused True turns False",
 			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReason)},
-			pass:   func(p *Pass) { p.pausedSeen = true },
+			pass:   func(p *Pass) { p.facts.pausedRead = true },
 			want:   []string{"Normal Resumed"}},
 		{name: "no Paused while it stays paused",
 			before: []metav1.Condition{cond(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReason)},
-			pass:   func(p *Pass) { p.pausedSeen, p.paused = true, true }},
+			pass:   func(p *Pass) { p.facts.pausedRead, p.paused = true, true }},
 		{name: "StateLost: StateReadable turns False/StateLost",
 			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionTrue, infrav1.StateReadReason)},
 			pass: func(p *Pass) {
-				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateLostReason, "gone")
+				p.facts.state = &stateReading{outcome: stateLost}
 			},
 			want: []string{"Warning StateLost"}},
 		{name: "StateUnreadable: StateReadable turns False/StateCorrupt",
 			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionTrue, infrav1.StateReadReason)},
 			pass: func(p *Pass) {
-				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason, "bad")
+				p.facts.state = &stateReading{outcome: stateUnreadable, reason: infrav1.StateCorruptReason, detail: "bad"}
 			},
 			want: []string{"Warning StateUnreadable"}},
 		{name: "no StateUnreadable while the state stays corrupt",
 			before: []metav1.Condition{cond(infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason)},
 			pass: func(p *Pass) {
-				p.record(fromReading, infrav1.StateReadableCondition, metav1.ConditionFalse, infrav1.StateCorruptReason, "bad")
+				p.facts.state = &stateReading{outcome: stateUnreadable, reason: infrav1.StateCorruptReason, detail: "bad"}
 			}},
 		{name: "ConditionChanged: DependenciesReady turns False, Warning",
 			before: []metav1.Condition{cond(infrav1.DependenciesReadyCondition, metav1.ConditionTrue, infrav1.DependenciesReadyReason)},
 			pass: func(p *Pass) {
-				p.OwnerWait = &Wait{Reason: infrav1.OwnerNotFoundReason, False: true}
-				p.record(fromReading, infrav1.DependenciesReadyCondition, metav1.ConditionFalse, infrav1.OwnerNotFoundReason, "gone")
+				p.OwnerWait = &Wait{Reason: infrav1.OwnerNotFoundReason, Message: "gone", False: true}
 			},
 			want: []string{"Warning ConditionChanged"}},
 		{name: "ConditionChanged: DeletionBlocked turns True, Warning (negative polarity)",
 			before: []metav1.Condition{cond(infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)},
 			pass: func(p *Pass) {
-				p.record(fromRefusal, infrav1.DeletionBlockedCondition, metav1.ConditionTrue, infrav1.DependentsExistReason, "machines remain")
+				p.facts.acted, p.Decision.Reason = true, decide.ReasonDependentsExist
 			},
 			want: []string{"Warning ConditionChanged"}},
 		{name: "ConditionChanged: RunnerRBACReady turns True, Normal",
-			before: []metav1.Condition{cond(infrav1.RunnerRBACReadyCondition, metav1.ConditionUnknown, infrav1.RBACFailedReason)},
+			before: []metav1.Condition{cond(infrav1.RunnerRBACReadyCondition, metav1.ConditionFalse, infrav1.RBACFailedReason)},
 			pass: func(p *Pass) {
-				p.record(fromReading, infrav1.RunnerRBACReadyCondition, metav1.ConditionTrue, infrav1.RBACReadyReason, "")
+				p.facts.credentials = &identity.Credentials{
+					Access: identity.Access{Verdict: identity.Verdict{Status: metav1.ConditionUnknown, Reason: infrav1.IdentityCheckFailedReason}},
+					Mirror: identity.MirrorResult{Verdict: identity.Verdict{Status: metav1.ConditionUnknown, Reason: infrav1.MirrorPendingReason}},
+					RBAC:   identity.RBACResult{Verdict: identity.Verdict{Status: metav1.ConditionTrue, Reason: infrav1.RBACReadyReason}},
+				}
 			},
 			want: []string{"Normal ConditionChanged"}},
 	} {
@@ -141,11 +146,13 @@ func TestConditionTransitionEvents(t *testing.T) {
 			}
 			// Every default condition in place, so only the case's change
 			// is a transition.
-			seed := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
-			recordDefaults(seed)
-			for t, f := range seed.facts {
-				if t != infrav1.PausedCondition {
-					obj.Status.Conditions = append(obj.Status.Conditions, f.c)
+			seed := &Pass{Obj: obj.DeepCopy(), Kind: infrav1.KindTerraformCluster}
+			if err := setConditions(seed); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range seed.Obj.GetConditions() {
+				if c.Type != infrav1.PausedCondition && c.Type != infrav1.ReadyCondition {
+					obj.Status.Conditions = append(obj.Status.Conditions, c)
 				}
 			}
 			for _, b := range c.before {
@@ -166,7 +173,7 @@ func TestConditionTransitionEvents(t *testing.T) {
 			if c.pass != nil {
 				c.pass(p)
 			}
-			if err := f.computeConditions(p); err != nil {
+			if err := setConditions(p); err != nil {
 				t.Fatal(err)
 			}
 			f.transitionEvents(p)

@@ -656,7 +656,7 @@ func TestIdentityDeleteGuardIgnoresOtherTenants(t *testing.T) {
 		t.Fatalf("access %v, %v", access, err)
 	}
 	if m, err := identity.SyncMirror(ctx, admin, admin, access, real, nil); err != nil || !m.Ready() {
-		t.Fatalf("mirror %+v, %v", m.Condition, err)
+		t.Fatalf("mirror %+v, %v", m.Verdict, err)
 	}
 	id := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: idName}}
 	statusNamespaces := func() []string {

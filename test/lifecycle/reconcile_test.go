@@ -395,6 +395,38 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("deletion_says_what_it_does_or_waits_for_in_Deleting", func(t *testing.T) {
+		// The Reconcile Lifecycle; Lifecycle walkthroughs: a destroy that
+		// waits on credentials shows that in the Deleting condition and
+		// retries.
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", nil)
+		id := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: e.identity}}
+		e.update(id, func() { id.Spec.AllowedNamespaces = &infrav1.AllowedNamespaces{List: []string{"elsewhere"}} })
+		e.delete(w.TC)
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		e.wantNoJob(w.TC)
+		c := e.wantCondition(w.TC, infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason)
+		if !strings.Contains(c.Message, "waiting for credentials: "+infrav1.NamespaceNotAllowedReason) {
+			t.Fatalf("Deleting says %q, want the credentials wait", c.Message)
+		}
+		e.update(id, func() { id.Spec.AllowedNamespaces = &infrav1.AllowedNamespaces{List: []string{e.ns}} })
+		e.advance(time.Minute)
+		e.mustPass(w.TC)
+		destroy := e.wantJob(w.TC, infrav1.OperationDestroy)
+		c = e.wantCondition(w.TC, infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason)
+		if c.Message != "destroy Job "+destroy.Name+" started" {
+			t.Fatalf("Deleting says %q, want the destroy Job started", c.Message)
+		}
+		e.mustPass(w.TC)
+		c = e.wantCondition(w.TC, infrav1.DeletingCondition, metav1.ConditionTrue, infrav1.DeletingReason)
+		if c.Message != "destroy Job "+destroy.Name+" running" {
+			t.Fatalf("Deleting says %q, want the destroy Job running", c.Message)
+		}
+	})
+
 	t.Run("deletion_emits_DeletionStarted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

@@ -136,12 +136,7 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	})
 
 	if p.Provisioned() {
-		if tc.Spec.ControlPlaneEndpoint.IsValid() || (p.Cluster != nil && p.Cluster.Spec.ControlPlaneEndpoint.IsValid()) {
-			p.SetCondition(infrav1.EndpointAvailableCondition, "True", infrav1.EndpointAvailableReason, "")
-		} else {
-			p.SetCondition(infrav1.EndpointAvailableCondition, "False", infrav1.WaitingForEndpointReason,
-				"neither the module's control_plane_endpoint output nor the Cluster's spec.controlPlaneEndpoint is a valid endpoint")
-		}
+		p.ObserveEndpoint(tc.Spec.ControlPlaneEndpoint.IsValid() || (p.Cluster != nil && p.Cluster.Spec.ControlPlaneEndpoint.IsValid()))
 	}
 	return nil
 }

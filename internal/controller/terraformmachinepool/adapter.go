@@ -43,8 +43,7 @@ func (a *Adapter) BuildInputs(ctx context.Context, p *lifecycle.Pass) error {
 		return nil
 	}
 	auto := inputs.ParseAutoscaling(mp.Annotations)
-	c := autoscalingCondition(auto, mp.Annotations)
-	p.SetCondition(infrav1.AutoscalingActiveCondition, c.Status, c.Reason, c.Message)
+	p.ObserveAutoscaling(autoscalingFinding(auto, mp.Annotations))
 	r, ok, err := p.ReadMember(ctx, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
 	if !ok {
 		return err

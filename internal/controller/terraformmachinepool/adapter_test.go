@@ -92,8 +92,11 @@ func TestAutoscalingCondition(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := autoscalingCondition(inputs.ParseAutoscaling(tc.ann), tc.ann)
-			status, reason, message := c.Status, c.Reason, c.Message
+			c := autoscalingFinding(inputs.ParseAutoscaling(tc.ann), tc.ann)
+			status, reason, message := metav1.ConditionFalse, c.Reason, c.Message
+			if c.Active {
+				status = metav1.ConditionTrue
+			}
 			if status != tc.status || reason != tc.reason {
 				t.Errorf("got %s/%s (%s), want %s/%s", status, reason, message, tc.status, tc.reason)
 			}

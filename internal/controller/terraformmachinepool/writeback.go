@@ -3,9 +3,8 @@ package terraformmachinepool
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
@@ -49,27 +48,21 @@ func planWriteBack(ann map[string]string, enabled bool, status, spec *int32) wri
 	return w
 }
 
-// autoscalingActive is the pool's AutoscalingActive condition.
-type autoscalingActive struct {
-	Status  metav1.ConditionStatus
-	Reason  string
-	Message string
-}
-
-// autoscalingCondition is the pool's AutoscalingActive condition (Machine
-// Pools, "Choose fixed replicas or autoscaling"): True/ReplicasManagedByModule
-// while the annotations are valid and the MachinePool's replicas-managed-by is
-// absent, "false" or CAPTF's own; False/ReplicasManagedExternally when they
-// are valid but another controller's truthy value holds replicas-managed-by
-// (no write-back then); otherwise False with the parse's reason.
-func autoscalingCondition(auto inputs.AutoscalingResult, ann map[string]string) autoscalingActive {
+// autoscalingFinding is what the pool's autoscaling is (Machine Pools,
+// "Choose fixed replicas or autoscaling"), for AutoscalingActive: active
+// (ReplicasManagedByModule) while the annotations are valid and the
+// MachinePool's replicas-managed-by is absent, "false" or CAPTF's own;
+// not active with ReplicasManagedExternally when they are valid but another
+// controller's truthy value holds replicas-managed-by (no write-back then);
+// otherwise not active, with the parse's reason.
+func autoscalingFinding(auto inputs.AutoscalingResult, ann map[string]string) lifecycle.Autoscaling {
 	if !auto.Enabled {
-		return autoscalingActive{metav1.ConditionFalse, auto.Reason, auto.Message}
+		return lifecycle.Autoscaling{Reason: auto.Reason, Message: auto.Message}
 	}
 	if v, set := ann[infrav1.ReplicasManagedByAnnotation]; set && v != "false" && v != infrav1.ReplicasManagedByCAPTF {
-		return autoscalingActive{metav1.ConditionFalse, infrav1.ReplicasManagedExternallyReason,
-			fmt.Sprintf("the MachinePool's %s annotation is %q: another controller manages spec.replicas, CAPTF writes nothing back", infrav1.ReplicasManagedByAnnotation, v)}
+		return lifecycle.Autoscaling{Reason: infrav1.ReplicasManagedExternallyReason,
+			Message: fmt.Sprintf("the MachinePool's %s annotation is %q: another controller manages spec.replicas, CAPTF writes nothing back", infrav1.ReplicasManagedByAnnotation, v)}
 	}
-	return autoscalingActive{metav1.ConditionTrue, auto.Reason,
-		fmt.Sprintf("min %d, max %d: the module owns the desired capacity, written back to the MachinePool's spec.replicas", auto.Min, auto.Max)}
+	return lifecycle.Autoscaling{Active: true, Reason: auto.Reason,
+		Message: fmt.Sprintf("min %d, max %d: the module owns the desired capacity, written back to the MachinePool's spec.replicas", auto.Min, auto.Max)}
 }
