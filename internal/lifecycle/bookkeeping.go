@@ -378,7 +378,7 @@ func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classificatio
 		return
 	}
 	reason := infrav1.DriftReportedReason
-	action := decide.EffectiveDriftAction(p.Kind, f.Adapter.Fields(p.Obj).DriftAction)
+	action := decide.EffectiveDriftAction(p.Obj.Capabilities(), f.Adapter.Fields(p.Obj).DriftAction)
 	if action == decide.DriftRemediate {
 		reason = infrav1.DriftPendingReason
 	}

@@ -21,6 +21,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	s := p.Status()
 	obs := decide.Observation{
 		Kind:                   p.Kind,
+		Caps:                   o.Capabilities(),
 		Name:                   o.GetName(),
 		UID:                    string(o.GetUID()),
 		Now:                    p.Now,

@@ -238,7 +238,7 @@ func (f *Flow) finishedJobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operatio
 func scheduled(kind infrav1.WorkloadKind, op decide.Operation, drift decide.DriftSettings, annotateMachine, provisioned bool) bool {
 	switch op {
 	case decide.OpDrift:
-		return decide.EffectiveDriftInterval(kind, drift).Enabled
+		return decide.EffectiveDriftInterval(kind.Capabilities(), drift).Enabled
 	case decide.OpRefresh:
 		return kind == infrav1.KindTerraformMachinePool || (kind == infrav1.KindTerraformMachine && annotateMachine && provisioned)
 	}
