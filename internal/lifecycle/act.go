@@ -33,7 +33,7 @@ import (
 // act carries out the decision.
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision
-	if p.Kind == infrav1.KindTerraformCluster && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
+	if p.Obj.Capabilities().HasMembers && d.Reason != decide.ReasonDependentsExist && p.Active == nil && !p.paused && !p.jobCacheStale {
 		// Deletion is blocked only while the decision waits on the
 		// cluster's machines and pools.
 		p.record(fromReading, infrav1.DeletionBlockedCondition, metav1ConditionFalse, infrav1.NotBlockedReason, "")

@@ -23,7 +23,7 @@ import (
 // since it was last seen, prunes history, and finds the active Job.
 func (f *Flow) bookkeeping(ctx context.Context, p *Pass) error {
 	var clusterDefaults *infrav1.JobPolicy
-	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
+	if p.Obj.Capabilities().ClusterMember && p.TerraformCluster != nil {
 		clusterDefaults = jobs.ClusterDefaults(p.TerraformCluster)
 	}
 	p.Policy = jobs.Effective(p.Obj.GetWorkspace().Jobs, clusterDefaults)
@@ -172,7 +172,7 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("failed to read Job %s: %w", aj.Name, err)
 	}
-	if aj.Operation != infrav1.OperationApply || p.Kind == infrav1.KindTerraformMachine {
+	if aj.Operation != infrav1.OperationApply || !p.Obj.Capabilities().MutableInputs {
 		return f.releaseLeases(ctx, p, aj.Name)
 	}
 	obj := f.kind().NewObject()
@@ -378,7 +378,7 @@ func (f *Flow) setDriftDetected(p *Pass, job *batchv1.Job, c *jobs.Classificatio
 		return
 	}
 	reason := infrav1.DriftReportedReason
-	action := decide.EffectiveDriftAction(p.Obj.Capabilities(), f.Adapter.Fields(p.Obj).DriftAction)
+	action := decide.EffectiveDriftAction(p.Obj.Capabilities(), p.Obj.GetDriftPolicy().Action)
 	if action == decide.DriftRemediate {
 		reason = infrav1.DriftPendingReason
 	}

@@ -139,7 +139,7 @@ func recordDefaults(p *Pass) {
 	initial(infrav1.IdentityAllowedCondition, metav1.ConditionUnknown, infrav1.IdentityCheckFailedReason)
 	initial(infrav1.CredentialsMirroredCondition, metav1.ConditionUnknown, infrav1.MirrorPendingReason)
 	initial(infrav1.RunnerRBACReadyCondition, metav1.ConditionUnknown, infrav1.RBACFailedReason)
-	if p.Kind == infrav1.KindTerraformCluster {
+	if p.Obj.Capabilities().HasMembers {
 		initial(infrav1.DeletionBlockedCondition, metav1.ConditionFalse, infrav1.NotBlockedReason)
 	}
 }

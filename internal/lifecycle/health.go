@@ -123,7 +123,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 		counts := wasProvisioned || p.Provisioned()
 		if fromApply {
 			definite := decide.DefiniteReading(r.OutputsValid, state)
-			if definite && p.Kind != infrav1.KindTerraformCluster {
+			if definite && p.Obj.Capabilities().RefreshesAfterApply {
 				t := metav1Time(appliedAt)
 				s.LastRefresh = &t
 			}

@@ -435,7 +435,7 @@ func TestScheduled(t *testing.T) {
 		{"apply series are always exported", infrav1.KindTerraformCluster, decide.OpApply, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := scheduled(c.kind, c.op, c.drift, c.annotate, c.provisioned); got != c.want {
+			if got := scheduled(c.kind.Capabilities(), c.op, c.drift, c.annotate, c.provisioned); got != c.want {
 				t.Fatalf("scheduled = %v, want %v", got, c.want)
 			}
 		})

@@ -128,7 +128,7 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 	}
 	p.Cluster = cluster
 	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != string(infrav1.KindTerraformCluster) {
+	if !infrav1.WorkloadKind(ref.Kind).Capabilities().HasMembers {
 		return &Wait{Reason: infrav1.ClusterNotTerraformReason, False: true,
 			Message: fmt.Sprintf("Cluster %s's infrastructure is a %s, not a TerraformCluster", name, ref.Kind)}, nil
 	}
