@@ -40,7 +40,7 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			}
 		}
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
-		plan := f.Adapter.Fields(p.Obj).Plan
+		plan := f.plan(p)
 		if approved == "" || plan == nil {
 			return
 		}
@@ -92,7 +92,7 @@ func removeAnnotationIf(p *Pass, key, want string) bool {
 // approval, with the exact approve command in ApplyJobSucceeded (Unknown:
 // waiting never turns Ready false).
 func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) string {
-	plan := f.Adapter.Fields(p.Obj).Plan
+	plan := f.plan(p)
 	if plan == nil || c.Result.Plan == nil {
 		return ""
 	}
