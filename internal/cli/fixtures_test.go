@@ -129,3 +129,6 @@ func bringUp() ([]object, []batchv1.Job) {
 	}
 	return objs, js
 }
+
+// kindOf returns the description of the workload kind wk.
+func kindOf(wk infrav1.WorkloadKind) kind { return kindsOf([]infrav1.WorkloadKind{wk})[0] }

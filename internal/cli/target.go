@@ -41,9 +41,6 @@ func kindsOf(wks []infrav1.WorkloadKind) []kind {
 	return out
 }
 
-// kindOf returns the description of the workload kind wk.
-func kindOf(wk infrav1.WorkloadKind) kind { return kindsOf([]infrav1.WorkloadKind{wk})[0] }
-
 // GVR is the kind's group, version and resource.
 func (k kind) GVR() schema.GroupVersionResource {
 	return infrav1.GroupVersion.WithResource(k.Resource)
