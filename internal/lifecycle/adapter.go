@@ -23,7 +23,10 @@ type Object = infrav1.Workload
 
 // Adapter is what one workload kind adds to the shared flow.
 type Adapter interface {
-	// Role is the module role the kind runs; the role names the kind.
+	// Kind is the workload kind whose objects the adapter reconciles.
+	Kind() infrav1.WorkloadKind
+
+	// Role is the module role the kind runs.
 	Role() contract.Role
 
 	// LookupOwner finds the object's Cluster API owner, its Cluster and (for

@@ -28,6 +28,9 @@ var (
 	_ lifecycle.PlanKeeper = &Adapter{}
 )
 
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformCluster }
+
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleCluster }
 

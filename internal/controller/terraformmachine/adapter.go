@@ -27,6 +27,9 @@ func NewAdapter(c client.Client) *Adapter {
 	return &Adapter{lifecycle.OwnedBy[*clusterv1.Machine]{Client: c, Owner: machineOwner}}
 }
 
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformMachine }
+
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
 

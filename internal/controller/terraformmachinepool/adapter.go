@@ -43,6 +43,9 @@ func NewAdapter(c client.Client) *Adapter {
 	return &Adapter{lifecycle.OwnedBy[*clusterv1.MachinePool]{Client: c, Owner: machinePoolOwner}}
 }
 
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformMachinePool }
+
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
 
