@@ -13,12 +13,19 @@ type Workload interface {
 	runtime.Object
 	// GetWorkloadKind returns the object's kind.
 	GetWorkloadKind() WorkloadKind
+	// Capabilities returns what objects of the kind do differently in the
+	// shared flow: a kind cannot be a Workload without declaring them.
+	Capabilities() Capabilities
 	// GetWorkspace returns the spec fields the three kinds share.
 	GetWorkspace() *WorkspaceSpec
 	// GetWorkspaceStatus returns the status fields the three kinds share.
 	GetWorkspaceStatus() *WorkspaceStatus
 	// GetIdentityRef returns the object's own identityRef, if set.
 	GetIdentityRef() *IdentityReference
+	// GetDriftPolicy returns the object's own spec.drift: its interval and
+	// action, each unset when the object sets none (a TerraformMachine's
+	// drift has no action).
+	GetDriftPolicy() DriftPolicy
 	GetConditions() []metav1.Condition
 	SetConditions([]metav1.Condition)
 }
@@ -34,6 +41,14 @@ func (c *TerraformCluster) GetWorkspaceStatus() *WorkspaceStatus { return &c.Sta
 
 // GetIdentityRef implements Workload.
 func (c *TerraformCluster) GetIdentityRef() *IdentityReference { return c.Spec.IdentityRef }
+
+// GetDriftPolicy implements Workload.
+func (c *TerraformCluster) GetDriftPolicy() DriftPolicy {
+	if d := c.Spec.Drift; d != nil {
+		return *d
+	}
+	return DriftPolicy{}
+}
 
 // GetConditions returns the conditions.
 func (c *TerraformCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
@@ -52,6 +67,14 @@ func (m *TerraformMachine) GetWorkspaceStatus() *WorkspaceStatus { return &m.Sta
 
 // GetIdentityRef implements Workload.
 func (m *TerraformMachine) GetIdentityRef() *IdentityReference { return m.Spec.IdentityRef }
+
+// GetDriftPolicy implements Workload.
+func (m *TerraformMachine) GetDriftPolicy() DriftPolicy {
+	if d := m.Spec.Drift; d != nil {
+		return DriftPolicy{IntervalSeconds: d.IntervalSeconds}
+	}
+	return DriftPolicy{}
+}
 
 // GetConditions returns the conditions.
 func (m *TerraformMachine) GetConditions() []metav1.Condition { return m.Status.Conditions }
@@ -72,6 +95,14 @@ func (p *TerraformMachinePool) GetWorkspaceStatus() *WorkspaceStatus {
 
 // GetIdentityRef implements Workload.
 func (p *TerraformMachinePool) GetIdentityRef() *IdentityReference { return p.Spec.IdentityRef }
+
+// GetDriftPolicy implements Workload.
+func (p *TerraformMachinePool) GetDriftPolicy() DriftPolicy {
+	if d := p.Spec.Drift; d != nil {
+		return DriftPolicy{IntervalSeconds: d.IntervalSeconds, Action: d.Action}
+	}
+	return DriftPolicy{}
+}
 
 // GetConditions returns the conditions.
 func (p *TerraformMachinePool) GetConditions() []metav1.Condition { return p.Status.Conditions }

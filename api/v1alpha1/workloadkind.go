@@ -106,16 +106,15 @@ var ReadyBeforeProvisioned = []string{
 
 // ReadyConditions are the conditions Ready summarises for an object of the
 // kind, before and after provisioned latches (reference-facts §1.1). After
-// provisioning a TerraformCluster and a TerraformMachine keep only
-// InfrastructureHealthy and Deleting: a failed re-apply of a cluster must
-// not flip the Cluster's InfrastructureReady. A TerraformMachinePool also
-// keeps ApplyJobSucceeded: a pool is re-applied, and a failed re-apply
-// shows in Ready.
+// provisioning every kind keeps InfrastructureHealthy and Deleting; a kind
+// whose Ready reports a re-apply (Capabilities.ReadyReportsReapply, a
+// TerraformMachinePool) also keeps ApplyJobSucceeded. A failed re-apply of
+// a cluster must not flip the Cluster's InfrastructureReady.
 func (k WorkloadKind) ReadyConditions(provisioned bool) []string {
 	switch {
 	case !provisioned:
 		return ReadyBeforeProvisioned
-	case k == KindTerraformMachinePool:
+	case k.Capabilities().ReadyReportsReapply:
 		return []string{InfrastructureHealthyCondition, ApplyJobSucceededCondition, DeletingCondition}
 	}
 	return []string{InfrastructureHealthyCondition, DeletingCondition}

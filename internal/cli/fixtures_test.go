@@ -115,8 +115,8 @@ func bringUp() ([]object, []batchv1.Job) {
 		Error: &infrav1.RunError{Kind: infrav1.RunErrorBlocked, Summary: "plan deletes or replaces 1 resource(s)"}}
 
 	objs := []object{
-		{kind: kindMachinePool, w: pool}, {kind: kindMachine, w: failed}, {kind: kindCluster, w: manual},
-		{kind: kindMachine, w: cp}, {kind: kindCluster, w: tc}, {kind: kindCluster, w: blocked},
+		{kind: kindOf(infrav1.KindTerraformMachinePool), w: pool}, {kind: kindOf(infrav1.KindTerraformMachine), w: failed}, {kind: kindOf(infrav1.KindTerraformCluster), w: manual},
+		{kind: kindOf(infrav1.KindTerraformMachine), w: cp}, {kind: kindOf(infrav1.KindTerraformCluster), w: tc}, {kind: kindOf(infrav1.KindTerraformCluster), w: blocked},
 	}
 	js := []batchv1.Job{
 		job("team-a", "TerraformCluster", "demo", "demo-c-apply-a1", infrav1.OperationApply, "Succeeded", 50*time.Minute),
@@ -129,3 +129,6 @@ func bringUp() ([]object, []batchv1.Job) {
 	}
 	return objs, js
 }
+
+// kindOf returns the description of the workload kind wk.
+func kindOf(wk infrav1.WorkloadKind) kind { return kindsOf([]infrav1.WorkloadKind{wk})[0] }

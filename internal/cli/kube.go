@@ -59,19 +59,11 @@ type object struct {
 
 func (o object) ref() string { return o.kind.lower() + "/" + o.w.GetName() }
 
-func newWorkload(k kind) infrav1.Workload {
-	switch k.Kind {
-	case kindCluster.Kind:
-		return &infrav1.TerraformCluster{}
-	case kindMachine.Kind:
-		return &infrav1.TerraformMachine{}
-	default:
-		return &infrav1.TerraformMachinePool{}
-	}
-}
-
 func decode(k kind, u *unstructured.Unstructured) (object, error) {
-	w := newWorkload(k)
+	w := infrav1.WorkloadKind(k.Kind).NewObject()
+	if w == nil {
+		return object{}, fmt.Errorf("%s is not a workload kind", k.Kind)
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w); err != nil {
 		return object{}, fmt.Errorf("%s %s/%s cannot be read as %s: %w", k.Kind, u.GetNamespace(), u.GetName(), infrav1.GroupVersion, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
 )
 
@@ -73,7 +74,7 @@ func TestStatusTree(t *testing.T) {
 	for _, o := range objs {
 		switch {
 		case o.w.GetNamespace() != "team-a":
-		case o.kind.Kind == kindCluster.Kind:
+		case o.kind.Kind == string(infrav1.KindTerraformCluster):
 			cluster = o
 		default:
 			members = append(members, o)

@@ -139,26 +139,12 @@ func finishedAt(j *batchv1.Job) *time.Time {
 // off, or no check or refresh has run yet.
 func nextCheck(o object, owner *infrav1.TerraformCluster, s Settings) *time.Time {
 	st := o.w.GetWorkspaceStatus()
-	ds := decide.DriftSettings{ManagerDefault: s.DriftDefault}
-	dk := o.w.GetWorkloadKind()
-	switch w := o.w.(type) {
-	case *infrav1.TerraformCluster:
-		if w.Spec.Drift != nil {
-			ds.IntervalSeconds = w.Spec.Drift.IntervalSeconds
-		}
-	case *infrav1.TerraformMachine:
-		if w.Spec.Drift != nil {
-			ds.IntervalSeconds = w.Spec.Drift.IntervalSeconds
-		}
-	case *infrav1.TerraformMachinePool:
-		if w.Spec.Drift != nil {
-			ds.IntervalSeconds = w.Spec.Drift.IntervalSeconds
-		}
-	}
-	if dk != infrav1.KindTerraformCluster && owner != nil && owner.Spec.Defaults != nil && owner.Spec.Defaults.Drift != nil {
+	caps := o.w.Capabilities()
+	ds := decide.DriftSettings{ManagerDefault: s.DriftDefault, IntervalSeconds: o.w.GetDriftPolicy().IntervalSeconds}
+	if caps.ClusterMember && owner != nil && owner.Spec.Defaults != nil && owner.Spec.Defaults.Drift != nil {
 		ds.DefaultsIntervalSeconds = owner.Spec.Defaults.Drift.IntervalSeconds
 	}
-	iv := decide.EffectiveDriftInterval(dk, ds)
+	iv := decide.EffectiveDriftInterval(caps, ds)
 	if !iv.Enabled {
 		return nil
 	}

@@ -156,7 +156,7 @@ func statusOne(ctx context.Context, o *options, k *kube, t target, output string
 	}
 	var members []object
 	if name := clusterName(tc); name != "" {
-		for _, kd := range []kind{kindMachine, kindMachinePool} {
+		for _, kd := range kindsOf(infrav1.KindsWith(func(c infrav1.Capabilities) bool { return c.ClusterMember })) {
 			l, err := k.list(ctx, kd, k.namespace, clusterNameLabel+"="+name)
 			if err != nil {
 				return err

@@ -3,13 +3,14 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
-// kind is one of the three kinds CAPTF runs Jobs for.
+// kind is one of the workload kinds, the kinds CAPTF runs Jobs for.
 type kind struct {
 	// Kind is the API kind, e.g. TerraformCluster.
 	Kind string
@@ -19,12 +20,26 @@ type kind struct {
 	aliases []string
 }
 
-var (
-	kindCluster     = kind{Kind: "TerraformCluster", Resource: "terraformclusters", aliases: []string{"terraformcluster", "tc"}}
-	kindMachine     = kind{Kind: "TerraformMachine", Resource: "terraformmachines", aliases: []string{"terraformmachine", "tm"}}
-	kindMachinePool = kind{Kind: "TerraformMachinePool", Resource: "terraformmachinepools", aliases: []string{"terraformmachinepool", "tmp"}}
-	kinds           = []kind{kindCluster, kindMachine, kindMachinePool}
-)
+// kinds are the workload kinds in WorkloadKinds' order.
+var kinds = kindsOf(infrav1.WorkloadKinds())
+
+// kindsOf describes workload kinds as kubectl spells them: the plural
+// resource is the lower-case kind with an s (terraformclusters), and the
+// short alias the kind's capitals in lower case (tc, tm, tmp).
+func kindsOf(wks []infrav1.WorkloadKind) []kind {
+	out := make([]kind, 0, len(wks))
+	for _, wk := range wks {
+		lower := strings.ToLower(string(wk))
+		var short strings.Builder
+		for _, r := range string(wk) {
+			if unicode.IsUpper(r) {
+				short.WriteRune(unicode.ToLower(r))
+			}
+		}
+		out = append(out, kind{Kind: string(wk), Resource: lower + "s", aliases: []string{lower, short.String()}})
+	}
+	return out
+}
 
 // GVR is the kind's group, version and resource.
 func (k kind) GVR() schema.GroupVersionResource {

@@ -3,8 +3,6 @@ package decide
 import (
 	"fmt"
 	"time"
-
-	"github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
 // Decide picks the object's next operation, the reason for it and when to
@@ -153,14 +151,15 @@ func (d *decider) decide() Decision {
 		switch {
 		case lost:
 			return wait(ReasonStateLost, RequeueStateUnreadable)
-		case o.Kind == v1alpha1.KindTerraformCluster && o.DependentsExist:
+		case o.Caps.HasMembers && o.DependentsExist:
 			return wait(ReasonDependentsExist, RequeueNotReady)
-		case o.DurableInputsMissing && (o.Kind == v1alpha1.KindTerraformMachine || o.Inputs != InputsBuilt):
-			// A machine is immutable: it has no live spec to fall back to.
+		case o.DurableInputsMissing && (!o.Caps.MutableInputs || o.Inputs != InputsBuilt):
+			// An immutable kind (a machine) has no live spec to fall back
+			// to.
 			return wait(ReasonDurableInputsMissing, RequeueFixInput)
 		case o.DurableInputsMissing:
-			// A cluster or pool destroys with its current inputs when the
-			// durable ones are gone (Job Inputs).
+			// A mutable kind (a cluster or pool) destroys with its current
+			// inputs when the durable ones are gone (Job Inputs).
 			return d.start(OpDestroy, ReasonDeleting, jobOptions{})
 		}
 		return d.start(OpDestroy, ReasonDeleting, jobOptions{durable: true})
@@ -180,7 +179,7 @@ func (d *decider) decide() Decision {
 		return wait(ReasonOutputsMissing, RequeueFixInput)
 	}
 
-	// 3 to 7. The apply reasons.
+	// 3 to 7, the apply reasons (applyReason).
 	if r, ok := d.applyReason(); ok {
 		return d.apply(r)
 	}
@@ -199,17 +198,18 @@ func (d *decider) destroyed() bool {
 	return apply == nil || newer(destroy, apply)
 }
 
-// stateLost: an object that counts as applied has no state, or (a
-// TerraformMachine) an apply of it succeeded and its state lost the inputs
-// hash every successful apply records. A machine whose first applies only
-// failed has a state without the hash, backed up like any new serial, and
-// retries (Retries and Backoff: StateWithoutInputsHash).
+// stateLost: an object that counts as applied has no state, or (an
+// immutable kind, a TerraformMachine) an apply of it succeeded and its
+// state lost the inputs hash every successful apply records. A machine
+// whose first applies only failed has a state without the hash, backed up
+// like any new serial, and retries (Retries and Backoff:
+// StateWithoutInputsHash).
 func (d *decider) stateLost() bool {
 	o := d.o
 	switch {
 	case o.State == StateNotFound:
 		return o.EverApplied || o.Provisioned
-	case o.Kind == v1alpha1.KindTerraformMachine && o.State == StateRead && o.StateInputsHash == "":
+	case !o.Caps.MutableInputs && o.State == StateRead && o.StateInputsHash == "":
 		return o.SucceededApply || o.Provisioned
 	}
 	return false
@@ -269,14 +269,19 @@ func (d *decider) applyReason() (Reason, bool) {
 	o := d.o
 	switch {
 	case o.State == StateNotFound:
+		// 3. No state yet.
 		return ReasonNoState, true
 	case o.StateInputsHash == "":
+		// 4. State without an inputs hash.
 		return ReasonStateWithoutInputsHash, true
-	case !reappliesOnChange(o.Kind):
+	case !o.Caps.MutableInputs:
+		// Steps 5 to 7 are a mutable kind's.
 		return "", false
 	case o.Inputs == InputsBuilt && o.CurrentInputsHash != o.StateInputsHash:
+		// 5. A mutable kind's changed inputs.
 		return ReasonInputsChanged, true
 	case d.h.lastApplyFailed():
+		// 6. A mutable kind's failed newest apply.
 		return ReasonLastApplyFailed, true
 	case o.InterruptedApply:
 		// An apply Job deleted while it ran may have applied part of its
@@ -285,6 +290,7 @@ func (d *decider) applyReason() (Reason, bool) {
 		// reality without recording it" case.
 		return ReasonApplyInterrupted, true
 	case d.remediationDue():
+		// 7. Drift found with action Remediate.
 		return ReasonDriftRemediation, true
 	}
 	return "", false
@@ -294,7 +300,7 @@ func (d *decider) applyReason() (Reason, bool) {
 // yet resolved by an apply that succeeded after it, action Remediate, and
 // fewer failed applies since that check than the failed-Jobs limit.
 func (d *decider) remediationDue() bool {
-	if EffectiveDriftAction(d.o.Kind, d.o.Drift.Action) != DriftRemediate || !d.driftFound {
+	if EffectiveDriftAction(d.o.Caps, d.o.Drift.Action) != DriftRemediate || !d.driftFound {
 		return false
 	}
 	if d.lastApply.After(d.lastDriftCheck) {
@@ -321,8 +327,9 @@ func (d *decider) apply(r Reason) Decision {
 	}
 	opts := jobOptions{remediation: r == ReasonDriftRemediation}
 	// The first apply (no state yet) is never gated: there is nothing to
-	// break. Neither gate exists outside TerraformCluster.
-	if o.Kind == v1alpha1.KindTerraformCluster && r != ReasonNoState {
+	// break. Neither gate exists for a kind that does not guard its applies
+	// (outside TerraformCluster).
+	if o.Caps.GuardsApplies && r != ReasonNoState {
 		if o.ApplyPolicy == ApplyManual {
 			p := o.Plan
 			switch {
@@ -379,11 +386,12 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 		return from.Add(every + Jitter(o.UID, every))
 	}
 
-	// 1. A successful apply not yet followed by a refresh (machine, pool).
-	if o.Kind != v1alpha1.KindTerraformCluster && !d.lastApply.IsZero() && lastSample.Before(d.lastApply) {
+	// 1. The post-apply refresh: a successful apply not yet followed by a
+	// refresh (machine, pool).
+	if o.Caps.RefreshesAfterApply && !d.lastApply.IsZero() && lastSample.Before(d.lastApply) {
 		add(ReasonPostApplyRefresh, OpRefresh, d.lastApply)
 	}
-	if o.Kind == v1alpha1.KindTerraformMachinePool {
+	if o.Caps.RefreshesMembership {
 		// 2. Membership converging, or health pending: every 30 s flat (or
 		// the membership interval when shorter).
 		if o.MembershipConverging || o.Health == HealthPending {
@@ -394,22 +402,22 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 			add(r, OpRefresh, jittered(base, MembershipConvergeDelay(o.MembershipRefreshIntervalSeconds)))
 		}
 	} else if o.Health == HealthPending {
-		// 3. Health pending (cluster, machine): 30s doubling to 5m.
+		// 3. Pending health (cluster, machine): 30s doubling to 5m.
 		add(ReasonHealthPending, OpRefresh, jittered(base, PendingRefreshDelay(o.PendingRefreshes)))
 	}
-	// 4. A pool's membership refresh interval.
-	if o.Kind == v1alpha1.KindTerraformMachinePool {
+	// 4. The membership refresh interval of a pool.
+	if o.Caps.RefreshesMembership {
 		add(ReasonMembershipRefreshDue, OpRefresh, jittered(base, MembershipRefreshInterval(o.MembershipRefreshIntervalSeconds)))
 	}
-	// 5. A machine's remediation health-check interval.
-	if o.Kind == v1alpha1.KindTerraformMachine && o.Remediation.AnnotateMachine && o.Provisioned {
+	// 5. The health-check interval of a remediated machine.
+	if o.Caps.Remediated && o.Remediation.AnnotateMachine && o.Provisioned {
 		add(ReasonHealthCheckDue, OpRefresh, jittered(base, HealthCheckInterval(o.Remediation.HealthCheckIntervalSeconds)))
 	}
-	// 6. The drift interval: the first check one interval after the last
+	// 6. The drift interval. The first check one interval after the last
 	// successful apply, later ones one interval after the previous check.
 	// It is not held back until the provisioned latch: an applied object
 	// whose outputs are still pending would otherwise never be read again.
-	if di := EffectiveDriftInterval(o.Kind, o.Drift); di.Enabled {
+	if di := EffectiveDriftInterval(o.Caps, o.Drift); di.Enabled {
 		from := d.lastDriftCheck
 		if from.IsZero() {
 			from = d.lastApply
@@ -441,12 +449,13 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 	return wait(idle, after)
 }
 
-// startScheduled starts a refresh or drift on the inputs it runs: a cluster
-// or pool on its freshly rendered inputs, falling back to the durable ones
-// when they could not be built; a machine always on its durable inputs.
+// startScheduled starts a refresh or drift on the inputs it runs: a
+// mutable kind (a cluster or pool) on its freshly rendered inputs, falling
+// back to the durable ones when they could not be built; an immutable one
+// (a machine) always on its durable inputs.
 func (d *decider) startScheduled(op Operation, r Reason) Decision {
 	o := d.o
-	durable := o.Kind == v1alpha1.KindTerraformMachine || o.Inputs != InputsBuilt
+	durable := !o.Caps.MutableInputs || o.Inputs != InputsBuilt
 	if durable && o.DurableInputsMissing {
 		return wait(ReasonDurableInputsMissing, RequeueFixInput)
 	}
@@ -505,7 +514,7 @@ func (d *decider) start(op Operation, r Reason, opts jobOptions) Decision {
 	case op == OpRestore:
 		p.Tick = opts.restoreSerial
 	}
-	if op == OpApply && o.Kind == v1alpha1.KindTerraformCluster {
+	if op == OpApply && o.Caps.GuardsApplies {
 		// A plan approval covers the plan's deletes; without one the
 		// destructive-plan guard is armed.
 		p.GuardDeletes = p.ExpectPlanHash == ""
@@ -529,11 +538,4 @@ func unixOrZero(t time.Time) int64 {
 		return 0
 	}
 	return t.Unix()
-}
-
-// reappliesOnChange reports whether the kind re-applies when its inputs
-// change: a TerraformCluster and a TerraformMachinePool do, a
-// TerraformMachine never does (Cluster API replaces it instead).
-func reappliesOnChange(k v1alpha1.WorkloadKind) bool {
-	return k == v1alpha1.KindTerraformCluster || k == v1alpha1.KindTerraformMachinePool
 }

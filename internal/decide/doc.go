@@ -15,44 +15,63 @@
 //
 // # The order of the rules
 //
-// Decide stops at the first rule that matches:
+// Decide stops at the first rule that matches. Its rules carry the book's
+// numbers (The Reconcile Lifecycle, "Choosing the next operation"): the
+// order of the operations, then the schedule. Before the order come the
+// waits that hold every operation:
 //
-//  1. The Job cache is behind the API server: requeue after 5 s.
-//  2. A Job is active: wait for it, requeue after 1 min (the Job watch wakes
+//   - The Job cache is behind the API server: requeue after 5 s.
+//   - A Job is active: wait for it, requeue after 1 min (the Job watch wakes
 //     the reconcile sooner).
-//  3. Paused: start nothing.
-//  4. Deleting with no state and nothing ever applied: drop the finalizer.
+//   - Paused: start nothing.
+//   - Deleting with no state and nothing ever applied: drop the finalizer.
 //     Deleting with lost state and captf.io/abandon-infrastructure naming the
 //     UID (and no restore requested): drop the finalizer.
-//  5. An owner not ready (ignored while deleting), then credentials not
+//   - An owner not ready (ignored while deleting), then credentials not
 //     ready: requeue after 30 s.
-//  6. A restore named by captf.io/restore-state, unless deleting (a deleting
-//     object whose state is lost restores first, then destroys). A backup
-//     that does not exist, or a serial whose restore already failed, holds
-//     the object for 10 min (an annotation change wakes it).
-//  7. Deleting: wait while the state is lost, while a cluster still has
-//     machines or pools, or while the durable inputs are missing; else
-//     destroy.
-//  8. Lost or unreadable state: requeue after 1 min. Then a module known to
-//     lack contract outputs: when the newest Job that checked the module's
-//     outputs ran the inputs the next Job would run (the image is one of
-//     them) and found some undeclared, no apply, plan, refresh or drift
-//     starts; re-checked every 10 min, and a change wakes the reconcile
-//     sooner (Module Contract, "Null semantics").
-//  9. The apply reasons, in the book's order: no state yet, state without an
-//     inputs hash, a mutable kind's changed inputs, a mutable kind's failed
-//     newest apply (drift remediations passed over), an apply Job deleted
-//     while it ran (cluster, pool), and drift found with action Remediate
-//     below the remediation cap. Every apply but the first is gated on a
-//     TerraformCluster: under applyPolicy Manual by a plan Job and its
-//     approval, otherwise by the destructive-plan guard (a blocked hash is
-//     not re-applied until approved or changed, re-checked every 10 min).
-//  10. The schedule, stopping at the first one due: the post-apply refresh
-//     (machine, pool, unless the apply's own reading was definite); a pool's
-//     membership convergence or pending health every 30 s; pending health
-//     of a cluster or machine, 30 s doubling to 5 min; a pool's membership
-//     refresh interval; a machine's remediation health-check interval; the
-//     drift interval. Otherwise requeue at the soonest of them.
+//
+// The order:
+//
+//  1. A requested restore: the one captf.io/restore-state names, unless
+//     deleting (a deleting object whose state is lost restores first, then
+//     destroys). A backup that does not exist, or a serial whose restore
+//     already failed, holds the object for 10 min (an annotation change
+//     wakes it).
+//  2. Being deleted: wait while the state is lost, while a kind with members
+//     (a cluster) still has machines or pools, or while the durable inputs
+//     are missing; else destroy.
+//
+// Between 2 and 3, lost or unreadable state requeues after 1 min. Then a
+// module known to lack contract outputs: when the newest Job that checked
+// the module's outputs ran the inputs the next Job would run (the image is
+// one of them) and found some undeclared, no apply, plan, refresh or drift
+// starts; re-checked every 10 min, and a change wakes the reconcile sooner
+// (Module Contract, "Null semantics").
+//
+//  3. No state yet: apply (the first apply).
+//  4. State without an inputs hash: apply.
+//  5. A mutable kind's changed inputs: apply.
+//  6. A mutable kind's failed newest apply (drift remediations passed
+//     over): apply again. An apply Job deleted while it ran (cluster, pool)
+//     sits with it.
+//  7. Drift found with action Remediate, below the remediation cap: apply.
+//
+// Every apply but the first is gated for a kind that guards its applies (a
+// TerraformCluster): under applyPolicy Manual by a plan Job and its
+// approval, otherwise by the destructive-plan guard (a blocked hash is not
+// re-applied until approved or changed, re-checked every 10 min).
+//
+// The schedule, when no apply reason matched, stopping at the first one due:
+//
+//  1. The post-apply refresh: a kind refreshed after an apply (machine,
+//     pool), unless the apply's own reading was definite.
+//  2. Membership converging: a pool's membership convergence or pending
+//     health, every 30 s.
+//  3. Pending health: a cluster or machine, 30 s doubling to 5 min.
+//  4. The membership refresh interval of a pool.
+//  5. The health-check interval of a remediated machine.
+//  6. The drift interval.
+//  7. Otherwise, requeue at the soonest of them.
 //
 // Every operation that would start a Job passes the same final checks: an
 // invalid Job policy holds it for 10 min, and the operation's retry backoff
@@ -70,7 +89,7 @@
 //   - A deleting TerraformCluster with no state drops its finalizer without
 //     waiting for its machines and pools: there is nothing to destroy.
 //   - An apply Job deleted while it ran keeps an apply due (reason
-//     ApplyInterrupted) right after step 6.
+//     ApplyInterrupted) right after order step 6.
 //   - Drift checks do not wait for the provisioned latch: an applied object
 //     whose outputs are still pending (a machine's provider_id, say) would
 //     otherwise never have its outputs read again. The remediation

@@ -25,7 +25,7 @@ func fuzzObservation(kind uint8, flags uint64, offsets [4]int32, pending int, me
 	hashes := [...]string{hashA, hashB, "", current}
 
 	o := Observation{
-		Kind:                             [...]v1alpha1.WorkloadKind{v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine, v1alpha1.KindTerraformMachinePool}[kind%3],
+		Kind:                             v1alpha1.WorkloadKinds()[int(kind)%len(v1alpha1.WorkloadKinds())],
 		Name:                             "obj",
 		UID:                              uid,
 		Now:                              t0,
@@ -57,6 +57,7 @@ func fuzzObservation(kind uint8, flags uint64, offsets [4]int32, pending int, me
 		Remediation:                      RemediationSettings{AnnotateMachine: bit(25), HealthCheckIntervalSeconds: membership},
 		LastRestoredSerial:               lastRestored,
 	}
+	o.Caps = o.Kind.Capabilities()
 	if bit(26) {
 		o.Drift.Action = DriftRemediate
 	}

@@ -48,14 +48,15 @@ type HealthSample struct {
 	// State and Healthy are the module's health output.
 	State   HealthState
 	Healthy bool
-	// ProviderIDMissing: a TerraformMachine's provider_id output is null or
-	// empty.
+	// ProviderIDMissing: the provider_id output of a kind whose provider_id
+	// names its instance (a TerraformMachine) is null or empty.
 	ProviderIDMissing bool
 }
 
 // HealthFacts are the inputs of the InfrastructureHealthy mapping.
 type HealthFacts struct {
-	Kind v1alpha1.WorkloadKind
+	// Caps are the object's kind's capabilities.
+	Caps v1alpha1.Capabilities
 	// ApplyStarted: an apply of the object has started at least once.
 	ApplyStarted bool
 	// Provisioned is status.initialization.provisioned (after this pass's
@@ -71,7 +72,8 @@ type HealthFacts struct {
 // condition (book: Drift and Health, "From module health to
 // InfrastructureHealthy"). Before the first apply it is
 // Unknown/WaitingForProvisioning and until provisioned False/Provisioning.
-// For a TerraformMachine, a provider_id that turns null or empty after
+// For a kind whose provider_id names its instance (a TerraformMachine), a
+// provider_id that turns null or empty after
 // provisioning reads Unknown/ProviderIDMissing on the first such sample and
 // False/InstanceTerminated on the next consecutive one.
 //
@@ -89,7 +91,7 @@ func InfrastructureHealthy(f HealthFacts) HealthCondition {
 		return HealthCondition{ConditionUnknown, reasonHealthUnknown}
 	}
 	s := f.Sample
-	if f.Kind == v1alpha1.KindTerraformMachine && s.ProviderIDMissing {
+	if f.Caps.ProviderIDNamesInstance && s.ProviderIDMissing {
 		if f.PreviousReason == reasonProviderIDMissing || f.PreviousReason == reasonInstanceTerminated {
 			return HealthCondition{ConditionFalse, reasonInstanceTerminated}
 		}
@@ -171,30 +173,27 @@ type ProvisionFacts struct {
 }
 
 // Provisioned is status.initialization.provisioned after this pass. It is
-// latched: once true it stays true. Until then, per role (module contract,
-// "Provisioned rule"):
-//   - cluster: an applied inputs hash, valid required outputs, health not
-//     pending;
-//   - machine: an applied inputs hash, a non-null provider_id, health not
-//     pending;
-//   - pool: an applied inputs hash and health not pending (an empty
-//     provider ID list is fine, a pool may scale to zero).
-func Provisioned(kind v1alpha1.WorkloadKind, latched bool, f ProvisionFacts) bool {
-	if latched {
+// latched: once true it stays true. Until then (module contract,
+// "Provisioned rule"): an applied inputs hash and health not pending, and
+//   - valid required outputs, for a kind whose provisioning needs them (a
+//     cluster);
+//   - a non-null provider_id, for a kind whose provider_id names its
+//     instance (a machine).
+//
+// A pool needs neither: an empty provider ID list is fine, a pool may scale
+// to zero.
+func Provisioned(caps v1alpha1.Capabilities, latched bool, f ProvisionFacts) bool {
+	switch {
+	case latched:
 		return true
-	}
-	if !f.AppliedHash || f.Health == HealthPending {
+	case !f.AppliedHash || f.Health == HealthPending:
+		return false
+	case caps.ProvisionedNeedsValidOutputs && !f.OutputsValid:
+		return false
+	case caps.ProviderIDNamesInstance && !f.ProviderIDSet:
 		return false
 	}
-	switch kind {
-	case v1alpha1.KindTerraformCluster:
-		return f.OutputsValid
-	case v1alpha1.KindTerraformMachine:
-		return f.ProviderIDSet
-	case v1alpha1.KindTerraformMachinePool:
-		return true
-	}
-	return false
+	return true
 }
 
 // RemediationAction is what a TerraformMachine does with the

@@ -25,6 +25,7 @@ func ago(d time.Duration) time.Time { return t0.Add(-d) }
 func steady(kind v1alpha1.WorkloadKind) Observation {
 	o := Observation{
 		Kind:              kind,
+		Caps:              kind.Capabilities(),
 		Name:              "web",
 		UID:               testUID,
 		Now:               t0,

@@ -54,12 +54,13 @@ type DriftInterval struct {
 }
 
 // EffectiveDriftInterval resolves the drift interval: the object's own
-// intervalSeconds, else (machine and pool only; a cluster's defaults are
-// never its own) the cluster's spec.defaults.drift.intervalSeconds, else the
-// manager default. 0 turns drift off for a cluster or machine, whether set
-// on the object or inherited; a pool's drift can never be turned off, so 0
-// there falls back to the manager default.
-func EffectiveDriftInterval(kind v1alpha1.WorkloadKind, s DriftSettings) DriftInterval {
+// intervalSeconds, else (a cluster member, a machine or pool; a cluster's
+// defaults are never its own) the cluster's
+// spec.defaults.drift.intervalSeconds, else the manager default. 0 turns
+// drift off for a cluster or machine, whether set on the object or
+// inherited; a kind whose drift is always on (a pool) falls back to the
+// manager default instead.
+func EffectiveDriftInterval(caps v1alpha1.Capabilities, s DriftSettings) DriftInterval {
 	manager := DriftInterval{Enabled: true, Interval: s.ManagerDefault, Source: SourceManagerDefault}
 	if manager.Interval <= 0 {
 		manager.Interval = DefaultDriftInterval
@@ -68,7 +69,7 @@ func EffectiveDriftInterval(kind v1alpha1.WorkloadKind, s DriftSettings) DriftIn
 		if sec > 0 {
 			return DriftInterval{Enabled: true, Interval: time.Duration(sec) * time.Second, Source: src}
 		}
-		if kind == v1alpha1.KindTerraformMachinePool {
+		if caps.DriftAlwaysOn {
 			return manager
 		}
 		return DriftInterval{Enabled: false, Source: src}
@@ -76,16 +77,18 @@ func EffectiveDriftInterval(kind v1alpha1.WorkloadKind, s DriftSettings) DriftIn
 	if s.IntervalSeconds != nil {
 		return pick(*s.IntervalSeconds, SourceObject)
 	}
-	if kind != v1alpha1.KindTerraformCluster && s.DefaultsIntervalSeconds != nil {
+	if caps.ClusterMember && s.DefaultsIntervalSeconds != nil {
 		return pick(*s.DefaultsIntervalSeconds, SourceClusterDefaults)
 	}
 	return manager
 }
 
-// EffectiveDriftAction is the drift action that applies: a machine's is
-// always Report, and an unset action is Report.
-func EffectiveDriftAction(kind v1alpha1.WorkloadKind, a DriftAction) DriftAction {
-	if kind == v1alpha1.KindTerraformMachine || a != DriftRemediate {
+// EffectiveDriftAction is the drift action that applies: an immutable
+// kind's (a machine's) is always Report, since Cluster API replaces its
+// instance rather than a re-apply changing it, and an unset action is
+// Report.
+func EffectiveDriftAction(caps v1alpha1.Capabilities, a DriftAction) DriftAction {
+	if !caps.MutableInputs || a != DriftRemediate {
 		return DriftReport
 	}
 	return DriftRemediate

@@ -51,7 +51,7 @@ func TestEffectiveDriftInterval(t *testing.T) {
 			DriftInterval{false, 0, SourceObject}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := EffectiveDriftInterval(c.kind, DriftSettings{IntervalSeconds: c.own, DefaultsIntervalSeconds: c.def, ManagerDefault: c.manager})
+			got := EffectiveDriftInterval(c.kind.Capabilities(), DriftSettings{IntervalSeconds: c.own, DefaultsIntervalSeconds: c.def, ManagerDefault: c.manager})
 			if got != c.want {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
@@ -72,7 +72,7 @@ func TestEffectiveDriftAction(t *testing.T) {
 		{"drift_action/a_machine_is_always_Report", v1alpha1.KindTerraformMachine, DriftRemediate, DriftReport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := EffectiveDriftAction(c.kind, c.in); got != c.want {
+			if got := EffectiveDriftAction(c.kind.Capabilities(), c.in); got != c.want {
 				t.Fatalf("got %s, want %s", got, c.want)
 			}
 		})
@@ -154,8 +154,8 @@ func TestKinds(t *testing.T) {
 	}{
 		{v1alpha1.KindTerraformCluster, "c", true}, {v1alpha1.KindTerraformMachine, "m", false}, {v1alpha1.KindTerraformMachinePool, "mp", true}, {"Other", "", false},
 	} {
-		if c.kind.Short() != c.short || reappliesOnChange(c.kind) != c.mutable || c.kind.Valid() != (c.short != "") {
-			t.Fatalf("%s: short %q mutable %v", c.kind, c.kind.Short(), reappliesOnChange(c.kind))
+		if c.kind.Short() != c.short || c.kind.Capabilities().MutableInputs != c.mutable || c.kind.Valid() != (c.short != "") {
+			t.Fatalf("%s: short %q mutable %v", c.kind, c.kind.Short(), c.kind.Capabilities().MutableInputs)
 		}
 	}
 	for _, op := range []Operation{OpApply, OpDestroy, OpPlan, OpRefresh, OpDrift, OpRestore} {

@@ -294,6 +294,9 @@ type Observation struct {
 	Kind v1alpha1.WorkloadKind
 	Name string
 	UID  string
+	// Caps are the kind's capabilities (Kind.Capabilities()): every rule
+	// that differs between kinds reads them, never Kind.
+	Caps v1alpha1.Capabilities
 	// Now is the time of the decision.
 	Now time.Time
 
@@ -319,8 +322,8 @@ type Observation struct {
 
 	// Deleting: the object has a deletionTimestamp.
 	Deleting bool
-	// DependentsExist: a deleting TerraformCluster still has TerraformMachines
-	// or TerraformMachinePools carrying its cluster name.
+	// DependentsExist: a deleting object of a kind with members (a
+	// TerraformCluster) still has members carrying its cluster name.
 	DependentsExist bool
 	// AbandonInfrastructure is the captf.io/abandon-infrastructure value.
 	AbandonInfrastructure string

@@ -159,8 +159,7 @@ func MirrorOwnerRefs(s *corev1.Secret) []metav1.OwnerReference {
 		if r.UID == "" || refGroupKind(r).Group != infrav1.GroupVersion.Group {
 			continue
 		}
-		switch infrav1.WorkloadKind(r.Kind) {
-		case infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool:
+		if infrav1.WorkloadKind(r.Kind).Valid() {
 			out = append(out, r)
 		}
 	}
@@ -171,15 +170,7 @@ func MirrorOwnerRefs(s *corev1.Secret) []metav1.OwnerReference {
 // object of its namespace that exists with that UID.
 func ownedByWorkload(ctx context.Context, c client.Reader, s *corev1.Secret) (bool, error) {
 	for _, r := range MirrorOwnerRefs(s) {
-		var obj client.Object
-		switch infrav1.WorkloadKind(r.Kind) {
-		case infrav1.KindTerraformCluster:
-			obj = &infrav1.TerraformCluster{}
-		case infrav1.KindTerraformMachine:
-			obj = &infrav1.TerraformMachine{}
-		default:
-			obj = &infrav1.TerraformMachinePool{}
-		}
+		obj := infrav1.WorkloadKind(r.Kind).NewObject()
 		err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: r.Name}, obj)
 		switch {
 		case apierrors.IsNotFound(err):

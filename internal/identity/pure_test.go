@@ -346,7 +346,7 @@ func (b *wl) machine(name, clusterName, ownSA string) *wl {
 	if ownSA != "" {
 		m.Spec.Jobs = jobsSA(ownSA)
 	}
-	b.w.Machines = append(b.w.Machines, m)
+	b.w.Members = append(b.w.Members, &m)
 	return b
 }
 
@@ -358,7 +358,7 @@ func (b *wl) pool(name, clusterName, ownSA string) *wl {
 	if ownSA != "" {
 		p.Spec.Jobs = jobsSA(ownSA)
 	}
-	b.w.Pools = append(b.w.Pools, p)
+	b.w.Members = append(b.w.Members, &p)
 	return b
 }
 
@@ -421,10 +421,10 @@ func TestClusterForFollowsTheInfrastructureRef(t *testing.T) {
 	other.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "DockerCluster", Name: "c"}
 	b.w.CAPIClusters = append(b.w.CAPIClusters, other)
 	b.machine("mx", "x", "")
-	if got := b.w.ClusterFor(&b.w.Machines[0]); got == nil || got.Name != "c" {
+	if got := b.w.ClusterFor(b.w.Members[0]); got == nil || got.Name != "c" {
 		t.Fatalf("machine of cluster c: %v", got)
 	}
-	if got := b.w.ClusterFor(&b.w.Machines[1]); got != nil {
+	if got := b.w.ClusterFor(b.w.Members[1]); got != nil {
 		t.Fatalf("a Cluster not pointing at a TerraformCluster resolved to %v", got.Name)
 	}
 	if got := b.w.ClusterFor(&b.w.Clusters[0]); got != nil {
@@ -435,9 +435,9 @@ func TestClusterForFollowsTheInfrastructureRef(t *testing.T) {
 func TestUsersOf(t *testing.T) {
 	b := (&wl{}).cluster("c", "", "").machine("m-inherits", "c", "").machine("m-own", "c", "").pool("p-unresolved", "gone", "")
 	b.w.Clusters[0].Spec.IdentityRef = ref("id")
-	b.w.Machines[1].Spec.IdentityRef = ref("other")
+	b.w.Members[1].(*infrav1.TerraformMachine).Spec.IdentityRef = ref("other")
 	now := metav1.Now()
-	b.w.Machines[0].DeletionTimestamp = &now
+	b.w.Members[0].SetDeletionTimestamp(&now)
 	got := b.w.UsersOf("id")
 	want := []ObjectRef{{infrav1.KindTerraformCluster, "ns", "c"}, {infrav1.KindTerraformMachine, "ns", "m-inherits"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -106,7 +106,11 @@ func (m *ServiceAccountMemo) Watch(ctx context.Context, informers cache.Informer
 		},
 		DeleteFunc: func(obj any) { m.changedObject(obj) },
 	}
-	for _, obj := range []client.Object{&infrav1.TerraformCluster{}, &infrav1.TerraformMachine{}, &infrav1.TerraformMachinePool{}, &clusterv1.Cluster{}} {
+	objs := []client.Object{&clusterv1.Cluster{}}
+	for _, k := range infrav1.WorkloadKinds() {
+		objs = append(objs, k.NewObject())
+	}
+	for _, obj := range objs {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("failed to watch %T for the runner ServiceAccounts: %w", obj, err)

@@ -19,12 +19,14 @@ import (
 )
 
 // workloadKinds are the kinds whose presence keeps a namespace's runner
-// RBAC and leases.
-var workloadKinds = []schema.GroupVersionKind{
-	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformCluster)),
-	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachine)),
-	infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformMachinePool)),
-}
+// RBAC and leases: every workload kind.
+var workloadKinds = func() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, k := range infrav1.WorkloadKinds() {
+		out = append(out, infrav1.GroupVersion.WithKind(string(k)))
+	}
+	return out
+}()
 
 // sweptKinds are what the sweep deletes, when labeled captf.io/managed=true.
 var sweptKinds = []schema.GroupVersionKind{

@@ -7,20 +7,23 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 )
 
-// Workloads are the TerraformClusters, TerraformMachines and
-// TerraformMachinePools of a namespace (or of every namespace), with the
-// Cluster API Clusters that link machines and pools to their
-// TerraformCluster. Its methods are pure.
+// Workloads are the objects of every workload kind in a namespace (or in
+// every namespace): the TerraformClusters, the members of clusters
+// (TerraformMachines and TerraformMachinePools), and the Cluster API
+// Clusters that link members to their TerraformCluster. Its methods are
+// pure.
 type Workloads struct {
-	Clusters     []infrav1.TerraformCluster
-	Machines     []infrav1.TerraformMachine
-	Pools        []infrav1.TerraformMachinePool
+	Clusters []infrav1.TerraformCluster
+	// Members are the objects of every cluster-member kind
+	// (Capabilities.ClusterMember), kind by kind in WorkloadKinds' order.
+	Members      []infrav1.Workload
 	CAPIClusters []clusterv1.Cluster
 
 	capi map[client.ObjectKey]*clusterv1.Cluster
@@ -51,16 +54,24 @@ func listWorkloads(ctx context.Context, r client.Reader, namespace string, extra
 	if err := r.List(ctx, tcs, opts...); err != nil {
 		return nil, fmt.Errorf("failed to list TerraformClusters: %w", err)
 	}
-	tms := &infrav1.TerraformMachineList{}
-	if err := r.List(ctx, tms, opts...); err != nil {
-		return nil, fmt.Errorf("failed to list TerraformMachines: %w", err)
+	w.Clusters = tcs.Items
+	for _, k := range infrav1.KindsWith(func(c infrav1.Capabilities) bool { return c.ClusterMember }) {
+		l := k.NewList()
+		if err := r.List(ctx, l, opts...); err != nil {
+			return nil, fmt.Errorf("failed to list %ss: %w", k, err)
+		}
+		// ExtractList points into the list's items: nothing is copied.
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the list of %ss: %w", k, err)
+		}
+		for _, item := range items {
+			if o, ok := item.(infrav1.Workload); ok {
+				w.Members = append(w.Members, o)
+			}
+		}
 	}
-	tmps := &infrav1.TerraformMachinePoolList{}
-	if err := r.List(ctx, tmps, opts...); err != nil {
-		return nil, fmt.Errorf("failed to list TerraformMachinePools: %w", err)
-	}
-	w.Clusters, w.Machines, w.Pools = tcs.Items, tms.Items, tmps.Items
-	if len(w.Machines)+len(w.Pools) > 0 {
+	if len(w.Members) > 0 {
 		cls := &clusterv1.ClusterList{}
 		if err := r.List(ctx, cls, opts...); err != nil {
 			return nil, fmt.Errorf("failed to list Clusters: %w", err)
@@ -88,7 +99,7 @@ func (w *Workloads) index() {
 // spec.infrastructureRef names, or "" when it names something else.
 func infraClusterName(cl *clusterv1.Cluster) string {
 	ref := cl.Spec.InfrastructureRef
-	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != string(infrav1.KindTerraformCluster) {
+	if ref.APIGroup != infrav1.GroupVersion.Group || !infrav1.WorkloadKind(ref.Kind).Capabilities().HasMembers {
 		return ""
 	}
 	return ref.Name
@@ -97,11 +108,9 @@ func infraClusterName(cl *clusterv1.Cluster) string {
 // ClusterFor finds the TerraformCluster of a machine or pool the way the
 // book does: its cluster.x-k8s.io/cluster-name label names the Cluster,
 // whose spec.infrastructureRef names the TerraformCluster. nil when any link
-// is missing, and for anything but a machine or pool.
+// is missing, and for anything but a cluster member (a machine or pool).
 func (w *Workloads) ClusterFor(obj client.Object) *infrav1.TerraformCluster {
-	switch obj.(type) {
-	case *infrav1.TerraformMachine, *infrav1.TerraformMachinePool:
-	default:
+	if !clusterMember(obj) {
 		return nil
 	}
 	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
@@ -124,9 +133,7 @@ func (w *Workloads) ClusterFor(obj client.Object) *infrav1.TerraformCluster {
 // same links as Workloads.ClusterFor. It returns nil (and no error) when a
 // link is missing.
 func ClusterOf(ctx context.Context, r client.Reader, obj client.Object) (*infrav1.TerraformCluster, error) {
-	switch obj.(type) {
-	case *infrav1.TerraformMachine, *infrav1.TerraformMachinePool:
-	default:
+	if !clusterMember(obj) {
 		return nil, nil
 	}
 	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
@@ -154,6 +161,13 @@ func ClusterOf(ctx context.Context, r client.Reader, obj client.Object) (*infrav
 	return tc, nil
 }
 
+// clusterMember reports whether obj is of a cluster-member kind (a
+// TerraformMachine or TerraformMachinePool).
+func clusterMember(obj client.Object) bool {
+	w, ok := obj.(infrav1.Workload)
+	return ok && w.Capabilities().ClusterMember
+}
+
 // ObjectRef names one TerraformCluster, TerraformMachine or
 // TerraformMachinePool.
 type ObjectRef struct {
@@ -172,13 +186,10 @@ func compareRefs(a, b ObjectRef) int {
 // cluster (nil for a cluster itself or when unresolved).
 func (w *Workloads) each(fn func(kind infrav1.WorkloadKind, obj client.Object, cluster *infrav1.TerraformCluster)) {
 	for i := range w.Clusters {
-		fn(infrav1.KindTerraformCluster, &w.Clusters[i], nil)
+		fn(w.Clusters[i].GetWorkloadKind(), &w.Clusters[i], nil)
 	}
-	for i := range w.Machines {
-		fn(infrav1.KindTerraformMachine, &w.Machines[i], w.ClusterFor(&w.Machines[i]))
-	}
-	for i := range w.Pools {
-		fn(infrav1.KindTerraformMachinePool, &w.Pools[i], w.ClusterFor(&w.Pools[i]))
+	for _, m := range w.Members {
+		fn(m.GetWorkloadKind(), m, w.ClusterFor(m))
 	}
 }
 

@@ -175,10 +175,8 @@ func CredsSecretName(name string) string { return identity.MirrorName(name) }
 func (r *Run) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	switch r.Owner.Kind {
-	case infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool:
-	default:
-		bad("owner kind %q is not %s, %s or %s", r.Owner.Kind, infrav1.KindTerraformCluster, infrav1.KindTerraformMachine, infrav1.KindTerraformMachinePool)
+	if !r.Owner.Kind.Valid() {
+		bad("owner kind %q is not a workload kind %v", r.Owner.Kind, infrav1.WorkloadKinds())
 	}
 	if r.Owner.Namespace == "" || r.Owner.Name == "" {
 		bad("owner needs a namespace and a name (got %q/%q)", r.Owner.Namespace, r.Owner.Name)

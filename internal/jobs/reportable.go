@@ -97,7 +97,7 @@ func Unreportable(a Arming, k infrav1.RunErrorKind) string {
 	switch k {
 	case infrav1.RunErrorBlocked:
 		switch {
-		case a.Kind != infrav1.KindTerraformCluster || a.Op != infrav1.OperationApply:
+		case !a.Kind.Capabilities().GuardsApplies || a.Op != infrav1.OperationApply:
 			why = "only a TerraformCluster apply has the destructive-plan guard"
 		case !a.GuardDeletes || a.ExpectPlan:
 			why = "the Job was not armed with the destructive-plan guard"
@@ -106,7 +106,7 @@ func Unreportable(a Arming, k infrav1.RunErrorKind) string {
 		}
 	case infrav1.RunErrorPlanChanged:
 		switch {
-		case a.Kind != infrav1.KindTerraformCluster || a.Op != infrav1.OperationApply:
+		case !a.Kind.Capabilities().GuardsApplies || a.Op != infrav1.OperationApply:
 			why = "only a TerraformCluster apply runs an approved plan"
 		case !a.ExpectPlan:
 			why = "the Job was not given an approved plan"

@@ -23,7 +23,10 @@ type Object = infrav1.Workload
 
 // Adapter is what one workload kind adds to the shared flow.
 type Adapter interface {
-	// Role is the module role the kind runs; the role names the kind.
+	// Kind is the workload kind whose objects the adapter reconciles.
+	Kind() infrav1.WorkloadKind
+
+	// Role is the module role the kind runs.
 	Role() contract.Role
 
 	// LookupOwner finds the object's Cluster API owner, its Cluster and (for
@@ -64,17 +67,28 @@ type Adapter interface {
 // KindFields are the fields of one object that only some kinds have and
 // the shared flow reads or writes; a kind without a field leaves it nil.
 type KindFields struct {
-	// DriftIntervalSeconds and DriftAction are the object's own drift
-	// settings (nil and "" when it sets none).
-	DriftIntervalSeconds *int32
-	DriftAction          decide.DriftAction
-	// Plan is a TerraformCluster's status.plan.
-	Plan **infrav1.PlanPreview
 	// UnhealthySamples is a TerraformMachine's status.unhealthySamples.
 	UnhealthySamples *int32
 	// AnnotateMachine is a TerraformMachine's
 	// spec.remediation.annotateMachine.
 	AnnotateMachine bool
+}
+
+// PlanKeeper is implemented by the adapter of a kind that guards its
+// applies (Capabilities.GuardsApplies): it keeps the plan awaiting approval
+// in the object's status (book: Plan Approval).
+type PlanKeeper interface {
+	// PlanPreview returns where the object keeps its plan (status.plan).
+	PlanPreview(obj Object) **infrav1.PlanPreview
+}
+
+// plan returns where the pass's object keeps its plan awaiting approval,
+// nil for a kind whose adapter keeps none.
+func (f *Flow) plan(p *Pass) **infrav1.PlanPreview {
+	if k, ok := f.Adapter.(PlanKeeper); ok {
+		return k.PlanPreview(p.Obj)
+	}
+	return nil
 }
 
 // Wait is a reason (and message) the object waits on.

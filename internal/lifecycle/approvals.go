@@ -40,7 +40,7 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			}
 		}
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
-		plan := f.Adapter.Fields(p.Obj).Plan
+		plan := f.plan(p)
 		if approved == "" || plan == nil {
 			return nil
 		}
@@ -94,7 +94,7 @@ func removeAnnotationIf(p *Pass, key, want string) bool {
 // ApplyJobSucceeded (Unknown: waiting never turns Ready false); nil when
 // the kind keeps no plan or the result carries none.
 func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classification, reason string) *planRecord {
-	plan := f.Adapter.Fields(p.Obj).Plan
+	plan := f.plan(p)
 	if plan == nil || c.Result.Plan == nil {
 		return nil
 	}

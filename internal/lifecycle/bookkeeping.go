@@ -24,7 +24,7 @@ import (
 // whether it is valid.
 func (f *Flow) resolvePolicy(_ context.Context, p *Pass) error {
 	var clusterDefaults *infrav1.JobPolicy
-	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
+	if p.Obj.Capabilities().ClusterMember && p.TerraformCluster != nil {
 		clusterDefaults = jobs.ClusterDefaults(p.TerraformCluster)
 	}
 	p.Policy = jobs.Effective(p.Obj.GetWorkspace().Jobs, clusterDefaults)
@@ -178,7 +178,7 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("failed to read Job %s: %w", aj.Name, err)
 	}
-	if aj.Operation != infrav1.OperationApply || p.Kind == infrav1.KindTerraformMachine {
+	if aj.Operation != infrav1.OperationApply || !p.Obj.Capabilities().MutableInputs {
 		return f.releaseLeases(ctx, p, aj.Name)
 	}
 	obj := f.kind().NewObject()
@@ -258,7 +258,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 			s.LastRefresh = &finished
 		} else {
 			s.LastDriftCheck = &finished
-			res.remediate = decide.EffectiveDriftAction(p.Kind, f.Adapter.Fields(p.Obj).DriftAction) == decide.DriftRemediate
+			res.remediate = decide.EffectiveDriftAction(p.Obj.Capabilities(), p.Obj.GetDriftPolicy().Action) == decide.DriftRemediate
 			f.driftCheckedEvent(p, job, &res)
 		}
 	case op == infrav1.OperationPlan:

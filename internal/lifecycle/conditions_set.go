@@ -558,13 +558,14 @@ func driftFoundMessage(r *jobResult) string {
 	return fmt.Sprintf("Job %s found drift", r.name)
 }
 
-// setDeletionBlocked (a TerraformCluster's): True/DependentsExist while
-// the decision waits on the cluster's machines and pools; False/NotBlocked
+// setDeletionBlocked (a kind with members: a TerraformCluster's):
+// True/DependentsExist while the decision waits on the cluster's machines
+// and pools; False/NotBlocked
 // once the pass decided anything else with no Job active, and from the
 // first reconcile.
 func setDeletionBlocked(p *Pass) {
 	const t = infrav1.DeletionBlockedCondition
-	if p.Kind != infrav1.KindTerraformCluster {
+	if !p.Obj.Capabilities().HasMembers {
 		return
 	}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,10 +18,10 @@ import (
 // observe fills the decision's Observation from the pass.
 func (f *Flow) observe(p *Pass) decide.Observation {
 	o := p.Obj
-	ws := o.GetWorkspace()
 	s := p.Status()
 	obs := decide.Observation{
 		Kind:                   p.Kind,
+		Caps:                   o.Capabilities(),
 		Name:                   o.GetName(),
 		UID:                    string(o.GetUID()),
 		Now:                    p.Now,
@@ -103,16 +104,16 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 		}
 	}
 	obs.DependentsExist = p.dependentsExist
-	_ = ws
 	return obs
 }
 
 // driftSettings are the object's drift settings: its own interval and
-// action (the kind's), its cluster's defaults and the manager's default.
+// action (the kind's), its cluster's defaults (for a cluster member) and
+// the manager's default.
 func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
-	own := f.Adapter.Fields(p.Obj)
-	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, IntervalSeconds: own.DriftIntervalSeconds, Action: own.DriftAction}
-	if p.Kind != infrav1.KindTerraformCluster && p.TerraformCluster != nil {
+	own := p.Obj.GetDriftPolicy()
+	d := decide.DriftSettings{ManagerDefault: f.Options.DriftDefaultInterval, IntervalSeconds: own.IntervalSeconds, Action: own.Action}
+	if p.Obj.Capabilities().ClusterMember && p.TerraformCluster != nil {
 		if dd := p.TerraformCluster.Spec.Defaults; dd != nil && dd.Drift != nil {
 			d.DefaultsIntervalSeconds = dd.Drift.IntervalSeconds
 		}
@@ -122,7 +123,7 @@ func (f *Flow) driftSettings(p *Pass) decide.DriftSettings {
 
 // decide fills the Observation and asks internal/decide.
 func (f *Flow) decide(ctx context.Context, p *Pass) error {
-	if p.Kind == infrav1.KindTerraformCluster && !p.Obj.GetDeletionTimestamp().IsZero() {
+	if p.Obj.Capabilities().HasMembers && p.deleting() {
 		exist, err := f.dependentsExist(ctx, p)
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func (f *Flow) decide(ctx context.Context, p *Pass) error {
 		p.dependentsExist = exist
 	}
 	obs := f.observe(p)
-	driftOn := decide.EffectiveDriftInterval(p.Kind, obs.Drift).Enabled
+	driftOn := decide.EffectiveDriftInterval(obs.Caps, obs.Drift).Enabled
 	p.driftOn = &driftOn
 	d, err := decide.Decide(obs)
 	if err != nil {
@@ -142,8 +143,9 @@ func (f *Flow) decide(ctx context.Context, p *Pass) error {
 	return nil
 }
 
-// dependentsExist: TerraformMachines or TerraformMachinePools carrying the
-// cluster's name remain in the namespace.
+// dependentsExist: members carrying the cluster's name (objects of every
+// kind that is a cluster member: TerraformMachines and
+// TerraformMachinePools) remain in the namespace.
 func (f *Flow) dependentsExist(ctx context.Context, p *Pass) (bool, error) {
 	name := p.ClusterName
 	if name == "" {
@@ -153,13 +155,14 @@ func (f *Flow) dependentsExist(ctx context.Context, p *Pass) (bool, error) {
 		return false, nil
 	}
 	sel := client.MatchingLabels{clusterv1.ClusterNameLabel: name}
-	var machines infrav1.TerraformMachineList
-	if err := f.Client.List(ctx, &machines, client.InNamespace(p.Obj.GetNamespace()), sel); err != nil {
-		return false, fmt.Errorf("failed to list TerraformMachines: %w", err)
+	for _, k := range infrav1.KindsWith(func(c infrav1.Capabilities) bool { return c.ClusterMember }) {
+		list := k.NewList()
+		if err := f.Client.List(ctx, list, client.InNamespace(p.Obj.GetNamespace()), sel); err != nil {
+			return false, fmt.Errorf("failed to list %ss: %w", k, err)
+		}
+		if meta.LenList(list) > 0 {
+			return true, nil
+		}
 	}
-	var pools infrav1.TerraformMachinePoolList
-	if err := f.Client.List(ctx, &pools, client.InNamespace(p.Obj.GetNamespace()), sel); err != nil {
-		return false, fmt.Errorf("failed to list TerraformMachinePools: %w", err)
-	}
-	return len(machines.Items)+len(pools.Items) > 0, nil
+	return false, nil
 }

@@ -62,9 +62,8 @@ type Flow struct {
 	sources *identity.SharedReads
 }
 
-// kind is the workload kind the flow reconciles: the one that runs its
-// adapter's role.
-func (f *Flow) kind() infrav1.WorkloadKind { return f.Adapter.Role().Kind() }
+// kind is the workload kind the flow reconciles: its adapter's.
+func (f *Flow) kind() infrav1.WorkloadKind { return f.Adapter.Kind() }
 
 func (f *Flow) now() time.Time {
 	if f.Clock != nil {

@@ -69,7 +69,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 	s := p.Status()
 
 	wasProvisioned := p.Provisioned()
-	if decide.Provisioned(p.Kind, wasProvisioned, r.Provision) && !wasProvisioned {
+	if decide.Provisioned(p.Obj.Capabilities(), wasProvisioned, r.Provision) && !wasProvisioned {
 		p.SetProvisioned()
 		f.event(p, nil, corev1.EventTypeNormal, infrav1.ProvisionedEvent, "Infrastructure provisioned")
 	}
@@ -89,7 +89,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 	}
 	applyStarted := len(p.Records) > 0 || p.Active != nil
 	hc := decide.InfrastructureHealthy(decide.HealthFacts{
-		Kind: p.Kind, ApplyStarted: applyStarted, Provisioned: p.Provisioned(), Sample: sample, PreviousReason: prevReason,
+		Caps: p.Obj.Capabilities(), ApplyStarted: applyStarted, Provisioned: p.Provisioned(), Sample: sample, PreviousReason: prevReason,
 	})
 	// A reading counts as a new sample only when a Job bookkept this pass
 	// produced it; otherwise the previous reading stands.
@@ -123,7 +123,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 		counts := wasProvisioned || p.Provisioned()
 		if fromApply {
 			definite := decide.DefiniteReading(r.OutputsValid, state)
-			if definite && p.Kind != infrav1.KindTerraformCluster {
+			if definite && p.Obj.Capabilities().RefreshesAfterApply {
 				t := metav1Time(appliedAt)
 				s.LastRefresh = &t
 			}

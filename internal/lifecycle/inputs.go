@@ -122,7 +122,7 @@ func (f *Flow) clusterExports(ctx context.Context, p *Pass) (json.RawMessage, *I
 	if annotations.IsExternallyManaged(tc) {
 		return inputs.ExternallyManagedClusterOutputs(), nil
 	}
-	suffix, err := state.Suffix(tc.Namespace, infrav1.KindTerraformCluster, tc.Name)
+	suffix, err := state.Suffix(tc.Namespace, tc.GetWorkloadKind(), tc.Name)
 	if err != nil {
 		w := Waiting(infrav1.WaitingForClusterExportsReason, err.Error())
 		return nil, &w

@@ -51,7 +51,7 @@ func (f *Flow) deleteLeases(ctx context.Context, p *Pass) error {
 	if err := l.DeleteRun(ctx, p.Obj.GetNamespace(), p.Suffix); err != nil {
 		return fmt.Errorf("failed to delete the run lease: %w", err)
 	}
-	if p.Kind == infrav1.KindTerraformCluster && p.ClusterName != "" {
+	if p.Obj.Capabilities().TakesClusterLease && p.ClusterName != "" {
 		if err := l.DeleteCluster(ctx, p.Obj.GetNamespace(), p.ClusterName); err != nil {
 			return fmt.Errorf("failed to delete the cluster lease: %w", err)
 		}

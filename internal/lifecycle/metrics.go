@@ -233,15 +233,15 @@ func (f *Flow) finishedJobMetrics(p *Pass, job *batchv1.Job, op infrav1.Operatio
 // scheduled reports whether op runs on a schedule for the object, which is
 // when its captf_last_success_timestamp_seconds series is exported: drift
 // while the effective drift interval is on (driftOn, as the decide step
-// found it); refresh for a pool (its membership refresh) and for a
-// provisioned machine that annotates its Machine (its health check). Other
-// operations always export theirs.
-func scheduled(kind infrav1.WorkloadKind, op decide.Operation, driftOn, annotateMachine, provisioned bool) bool {
+// found it); refresh for a kind that refreshes its membership (a pool) and
+// for a provisioned remediated kind (a machine) that annotates its Machine
+// (its health check). Other operations always export theirs.
+func scheduled(caps infrav1.Capabilities, op decide.Operation, driftOn, annotateMachine, provisioned bool) bool {
 	switch op {
 	case decide.OpDrift:
 		return driftOn
 	case decide.OpRefresh:
-		return kind == infrav1.KindTerraformMachinePool || (kind == infrav1.KindTerraformMachine && annotateMachine && provisioned)
+		return caps.RefreshesMembership || (caps.Remediated && annotateMachine && provisioned)
 	}
 	return true
 }
@@ -256,7 +256,7 @@ func (f *Flow) scheduleMetrics(p *Pass) {
 	kind, ns, name := p.Kind, p.Obj.GetNamespace(), p.Obj.GetName()
 	annotate := f.Adapter.Fields(p.Obj).AnnotateMachine
 	for _, op := range []decide.Operation{decide.OpDrift, decide.OpRefresh} {
-		if !scheduled(p.Kind, op, *p.driftOn, annotate, p.Provisioned()) {
+		if !scheduled(p.Obj.Capabilities(), op, *p.driftOn, annotate, p.Provisioned()) {
 			metrics.DeleteLastSuccess(kind, ns, name, string(op))
 		}
 	}

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -435,7 +433,7 @@ func TestScheduled(t *testing.T) {
 		{"apply series are always exported", infrav1.KindTerraformCluster, decide.OpApply, decide.DriftSettings{IntervalSeconds: &off}, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := scheduled(c.kind, c.op, decide.EffectiveDriftInterval(c.kind, c.drift).Enabled, c.annotate, c.provisioned); got != c.want {
+			if got := scheduled(c.kind.Capabilities(), c.op, decide.EffectiveDriftInterval(c.kind.Capabilities(), c.drift).Enabled, c.annotate, c.provisioned); got != c.want {
 				t.Fatalf("scheduled = %v, want %v", got, c.want)
 			}
 		})
@@ -578,7 +576,7 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	}
 	decided := func() *Pass {
 		p := &Pass{Obj: tc, Kind: infrav1.KindTerraformCluster}
-		on := decide.EffectiveDriftInterval(p.Kind, f.driftSettings(p)).Enabled
+		on := decide.EffectiveDriftInterval(p.Kind.Capabilities(), f.driftSettings(p)).Enabled
 		p.driftOn = &on
 		return p
 	}
@@ -601,55 +599,6 @@ func TestScheduleMetricsDropLastSuccess(t *testing.T) {
 	metrics.ObjectDeleted("TerraformCluster", tc.Namespace, tc.Name)
 	if readSeries(t, "captf_last_success_timestamp_seconds", labels("apply")).found {
 		t.Error("the apply series outlived the object")
-	}
-}
-
-// TestSyncRemediationCountsRequests: remediation_requests_total counts a
-// remediate-machine annotation CAPTF sets (requested) and the one it
-// removes again (withdrawn), once each; a pass that finds the Machine as
-// wanted writes nothing and counts nothing. A fake client stands in for
-// the API server: only the Machine patch is exercised.
-func TestSyncRemediationCountsRequests(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clusterv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(m).Build()
-	yes := true
-	tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics-test"}}
-	tm.Spec.Remediation = &infrav1.MachineRemediation{AnnotateMachine: &yes}
-	f := &Flow{}
-	p := &Pass{Obj: tm, Kind: infrav1.KindTerraformMachine, flow: f}
-	p.SetProvisioned()
-	requested := func() float64 {
-		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "requested"}).value
-	}
-	withdrawn := func() float64 {
-		return readSeries(t, "captf_remediation_requests_total", map[string]string{"action": "withdrawn"}).value
-	}
-	r0, w0 := requested(), withdrawn()
-	sync := func() {
-		t.Helper()
-		got := &clusterv1.Machine{}
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(m), got); err != nil {
-			t.Fatal(err)
-		}
-		if err := SyncRemediation(context.Background(), c, p, tm, got); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setCondition(p, infrav1.InfrastructureHealthyCondition, metav1.ConditionFalse, infrav1.InstanceTerminatedReason, "")
-	sync()
-	sync()
-	if d := requested() - r0; d != 1 {
-		t.Errorf("remediation_requests_total{action=requested} grew by %v over two passes, want 1", d)
-	}
-	setCondition(p, infrav1.InfrastructureHealthyCondition, metav1.ConditionTrue, infrav1.HealthyReason, "")
-	sync()
-	sync()
-	if d := withdrawn() - w0; d != 1 {
-		t.Errorf("remediation_requests_total{action=withdrawn} grew by %v over two passes, want 1", d)
 	}
 }
 

@@ -3,18 +3,13 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 )
 
@@ -36,32 +31,6 @@ type OwnerKind[PT interface {
 	WaitingReason string
 	// Refs returns the owner's infrastructureRef and spec.clusterName.
 	Refs func(PT) (clusterv1.ContractVersionedObjectReference, string)
-}
-
-// MachineOwner is how a TerraformMachine finds its Machine: a control
-// plane first sets a non-controller ownerRef of its own, then the Machine
-// takes over.
-var MachineOwner = OwnerKind[*clusterv1.Machine]{
-	Kind:          "Machine",
-	Get:           util.GetOwnerMachine,
-	WaitingReason: infrav1.WaitingForOwnerMachineReason,
-	Pending: func(refs []metav1.OwnerReference) bool {
-		return slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool { return o.Controller == nil || !*o.Controller })
-	},
-	Refs: func(m *clusterv1.Machine) (clusterv1.ContractVersionedObjectReference, string) {
-		return m.Spec.InfrastructureRef, m.Spec.ClusterName
-	},
-}
-
-// MachinePoolOwner is how a TerraformMachinePool finds its MachinePool.
-var MachinePoolOwner = OwnerKind[*clusterv1.MachinePool]{
-	Kind:          "MachinePool",
-	Get:           util.GetOwnerMachinePool,
-	WaitingReason: infrav1.WaitingForOwnerMachinePoolReason,
-	Pending:       func(refs []metav1.OwnerReference) bool { return len(refs) > 0 },
-	Refs: func(mp *clusterv1.MachinePool) (clusterv1.ContractVersionedObjectReference, string) {
-		return mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName
-	},
 }
 
 // OwnedBy is the part of an Adapter that the machine-like kinds share: the
@@ -128,7 +97,7 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 	}
 	p.Cluster = cluster
 	ref := cluster.Spec.InfrastructureRef
-	if ref.Kind != string(infrav1.KindTerraformCluster) {
+	if !infrav1.WorkloadKind(ref.Kind).Capabilities().HasMembers {
 		return &Wait{Reason: infrav1.ClusterNotTerraformReason, False: true,
 			Message: fmt.Sprintf("Cluster %s's infrastructure is a %s, not a TerraformCluster", name, ref.Kind)}, nil
 	}
@@ -150,54 +119,6 @@ func LookupCluster(ctx context.Context, c client.Client, p *Pass, fallback strin
 func BackReference(obj infrav1.Workload, capiOwner client.Object, ref clusterv1.ContractVersionedObjectReference, ownerCluster string) *Wait {
 	if msg := owner.CheckBackReference(obj, capiOwner, ref, ownerCluster); msg != "" {
 		return &Wait{Reason: infrav1.OwnerMismatchReason, False: true, Message: msg}
-	}
-	return nil
-}
-
-// SyncRemediation keeps cluster.x-k8s.io/remediate-machine on the Machine
-// in step with the instance's health; CAPTF only ever removes the
-// annotation it set itself (captf.io/remediation-requested).
-func SyncRemediation(ctx context.Context, c client.Client, p *Pass, tm *infrav1.TerraformMachine, m *clusterv1.Machine) error {
-	if !p.Provisioned() || !p.Obj.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
-	hc := p.Condition(infrav1.InfrastructureHealthyCondition)
-	if hc == nil {
-		return nil
-	}
-	r := tm.Spec.Remediation
-	threshold := 0
-	if r.UnhealthyThreshold != nil {
-		threshold = int(*r.UnhealthyThreshold)
-	}
-	action := decide.MachineRemediation(r.AnnotateMachine != nil && *r.AnnotateMachine, int(tm.Status.UnhealthySamples), threshold, hc.Reason, !m.DeletionTimestamp.IsZero())
-	_, ours := m.Annotations[infrav1.RemediationRequestedAnnotation]
-	_, set := m.Annotations[infrav1.RemediateMachineAnnotation]
-	base := m.DeepCopy()
-	switch {
-	case action == decide.RemediationRequest && !set:
-		why := fmt.Sprintf("%s for %d consecutive samples", hc.Reason, tm.Status.UnhealthySamples)
-		if hc.Reason == infrav1.InstanceTerminatedReason {
-			why = "the instance is terminated"
-		}
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[infrav1.RemediateMachineAnnotation] = ""
-		m.Annotations[infrav1.RemediationRequestedAnnotation] = why
-		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
-			return fmt.Errorf("failed to request remediation of Machine %s: %w", m.Name, err)
-		}
-		metrics.RemediationRequest(metrics.RemediationRequested)
-		p.Event(corev1.EventTypeWarning, infrav1.RemediationRequestedEvent, "Requested remediation of Machine "+m.Name+": "+why)
-	case action == decide.RemediationWithdraw && ours:
-		delete(m.Annotations, infrav1.RemediateMachineAnnotation)
-		delete(m.Annotations, infrav1.RemediationRequestedAnnotation)
-		if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
-			return fmt.Errorf("failed to withdraw remediation of Machine %s: %w", m.Name, err)
-		}
-		metrics.RemediationRequest(metrics.RemediationWithdrawn)
-		p.Event(corev1.EventTypeNormal, infrav1.RemediationWithdrawnEvent, "Withdrew the remediation request of Machine "+m.Name)
 	}
 	return nil
 }

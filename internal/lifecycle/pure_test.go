@@ -36,17 +36,15 @@ func TestDurableName(t *testing.T) {
 
 type readyAdapter struct{ Adapter }
 
-// Fields gives a TerraformCluster's drift settings and plan, as its adapter
-// does.
-func (readyAdapter) Fields(obj Object) KindFields {
-	var f KindFields
+// Fields gives no kind fields, as a TerraformCluster's adapter does.
+func (readyAdapter) Fields(Object) KindFields { return KindFields{} }
+
+// PlanPreview keeps a TerraformCluster's plan, as its adapter does.
+func (readyAdapter) PlanPreview(obj Object) **infrav1.PlanPreview {
 	if tc, ok := obj.(*infrav1.TerraformCluster); ok {
-		f.Plan = &tc.Status.Plan
-		if tc.Spec.Drift != nil {
-			f.DriftIntervalSeconds, f.DriftAction = tc.Spec.Drift.IntervalSeconds, tc.Spec.Drift.Action
-		}
+		return &tc.Status.Plan
 	}
-	return f
+	return nil
 }
 
 // Ready is summarised over the kind's inputs with the book's reasons:

@@ -402,7 +402,9 @@ func ObjectDeleted(kind infrav1.WorkloadKind, namespace, name string) {
 	for _, g := range perObject {
 		g.DeletePartialMatch(l)
 	}
-	if kind == infrav1.KindTerraformMachine {
+	if kind.Capabilities().Remediated {
+		// Only a remediated kind (a TerraformMachine) counts unhealthy
+		// samples.
 		unhealthySamples.DeleteLabelValues(namespace, name)
 	}
 }

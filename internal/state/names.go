@@ -18,8 +18,7 @@ import (
 func Suffix(namespace string, kind v1alpha1.WorkloadKind, name string) (string, error) {
 	code := kind.Short()
 	if code == "" {
-		return "", fmt.Errorf("kind %q has no state: expected %s, %s or %s",
-			kind, v1alpha1.KindTerraformCluster, v1alpha1.KindTerraformMachine, v1alpha1.KindTerraformMachinePool)
+		return "", fmt.Errorf("kind %q has no state: expected a workload kind %v", kind, v1alpha1.WorkloadKinds())
 	}
 	if namespace == "" || name == "" {
 		return "", fmt.Errorf("state suffix of %s needs a namespace and a name (got %q/%q)", kind, namespace, name)

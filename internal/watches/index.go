@@ -44,19 +44,23 @@ func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		fn    client.IndexerFunc
 	}
 	var all []index
-	for _, obj := range []client.Object{&infrav1.TerraformCluster{}, &infrav1.TerraformMachine{}, &infrav1.TerraformMachinePool{}} {
+	for _, k := range infrav1.WorkloadKinds() {
+		obj := k.NewObject()
 		all = append(all,
 			index{obj, ConfigMapSourceIndex, configMapSources},
 			index{obj, SecretSourceIndex, secretSources},
 			index{obj, IdentityIndex, ownIdentity},
 		)
+		// A cluster passes its identity on to its members, which inherit
+		// it (The Kinds, "What a cluster passes to its machines and
+		// pools").
+		if caps := k.Capabilities(); caps.HasMembers {
+			all = append(all, index{obj, PassedIdentityIndex, passedIdentity})
+		} else if caps.ClusterMember {
+			all = append(all, index{obj, InheritsIdentityIndex, inheritsIdentityFrom})
+		}
 	}
-	all = append(all,
-		index{&infrav1.TerraformCluster{}, PassedIdentityIndex, passedIdentity},
-		index{&infrav1.TerraformMachine{}, InheritsIdentityIndex, inheritsIdentityFrom},
-		index{&infrav1.TerraformMachinePool{}, InheritsIdentityIndex, inheritsIdentityFrom},
-		index{&clusterv1.Cluster{}, TerraformClusterIndex, terraformClusterOf},
-	)
+	all = append(all, index{&clusterv1.Cluster{}, TerraformClusterIndex, terraformClusterOf})
 	for _, i := range all {
 		if err := fi.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
 			return fmt.Errorf("failed to index %T by %s: %w", i.obj, i.field, err)
@@ -65,11 +69,12 @@ func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// readsSources says whether obj still reads its variablesFrom sources: a
-// TerraformMachine stops once provisioned (Module Variables, "What a change
-// does per kind"); a TerraformCluster or TerraformMachinePool never stops.
+// readsSources says whether obj still reads its variablesFrom sources: an
+// immutable kind (a TerraformMachine) stops once provisioned (Module
+// Variables, "What a change does per kind"); a mutable one (a
+// TerraformCluster or TerraformMachinePool) never stops.
 func readsSources(w infrav1.Workload) bool {
-	if _, ok := w.(*infrav1.TerraformMachine); !ok {
+	if w.Capabilities().MutableInputs {
 		return true
 	}
 	s := w.GetWorkspaceStatus()
@@ -146,7 +151,7 @@ func terraformClusterOf(obj client.Object) []string {
 		return nil
 	}
 	ref := cl.Spec.InfrastructureRef
-	if ref.GroupKind() != infrav1.GroupVersion.WithKind(string(infrav1.KindTerraformCluster)).GroupKind() || ref.Name == "" {
+	if ref.APIGroup != infrav1.GroupVersion.Group || !infrav1.WorkloadKind(ref.Kind).Capabilities().HasMembers || ref.Name == "" {
 		return nil
 	}
 	return []string{ref.Name}

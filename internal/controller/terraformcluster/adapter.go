@@ -23,7 +23,13 @@ type Adapter struct {
 	Client client.Client
 }
 
-var _ lifecycle.Adapter = &Adapter{}
+var (
+	_ lifecycle.Adapter    = &Adapter{}
+	_ lifecycle.PlanKeeper = &Adapter{}
+)
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformCluster }
 
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleCluster }
@@ -181,15 +187,14 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) *bool {
 	return nil
 }
 
-// Fields implements lifecycle.Adapter: the drift settings and the plan
-// awaiting approval.
-func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
-	tc := obj.(*infrav1.TerraformCluster)
-	f := lifecycle.KindFields{Plan: &tc.Status.Plan}
-	if d := tc.Spec.Drift; d != nil {
-		f.DriftIntervalSeconds, f.DriftAction = d.IntervalSeconds, d.Action
-	}
-	return f
+// Fields implements lifecycle.Adapter: a cluster has none of the kind
+// fields.
+func (a *Adapter) Fields(lifecycle.Object) lifecycle.KindFields { return lifecycle.KindFields{} }
+
+// PlanPreview implements lifecycle.PlanKeeper: status.plan, the plan
+// awaiting approval under applyPolicy Manual.
+func (a *Adapter) PlanPreview(obj lifecycle.Object) **infrav1.PlanPreview {
+	return &obj.(*infrav1.TerraformCluster).Status.Plan
 }
 
 // Observe implements lifecycle.Adapter: the apply policy and the plan

@@ -15,7 +15,7 @@ import (
 )
 
 // Adapter is the TerraformMachine's part of the shared flow; it finds its
-// Machine through lifecycle.MachineOwner.
+// Machine through machineOwner.
 type Adapter struct {
 	lifecycle.OwnedBy[*clusterv1.Machine]
 }
@@ -24,8 +24,11 @@ var _ lifecycle.Adapter = &Adapter{}
 
 // NewAdapter returns the TerraformMachine adapter reading through c.
 func NewAdapter(c client.Client) *Adapter {
-	return &Adapter{lifecycle.OwnedBy[*clusterv1.Machine]{Client: c, Owner: lifecycle.MachineOwner}}
+	return &Adapter{lifecycle.OwnedBy[*clusterv1.Machine]{Client: c, Owner: machineOwner}}
 }
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformMachine }
 
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachine }
@@ -98,27 +101,11 @@ func (a *Adapter) ObserveOutputs(_ context.Context, p *lifecycle.Pass) error {
 	return nil
 }
 
-// After keeps cluster.x-k8s.io/remediate-machine on the owning Machine in
-// step with the instance's health, when spec.remediation.annotateMachine
-// asks for it.
-func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
-	tm := p.Obj.(*infrav1.TerraformMachine)
-	m := a.OwnerOf(p)
-	if m == nil || tm.Spec.Remediation == nil || tm.Spec.Remediation.AnnotateMachine == nil {
-		return nil
-	}
-	return lifecycle.SyncRemediation(ctx, a.Client, p, tm, m)
-}
-
-// Fields implements lifecycle.Adapter: the drift interval (a machine's
-// drift action is always Report), the unhealthy samples and the
+// Fields implements lifecycle.Adapter: the unhealthy samples and the
 // remediation's annotateMachine.
 func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
 	tm := obj.(*infrav1.TerraformMachine)
 	f := lifecycle.KindFields{UnhealthySamples: &tm.Status.UnhealthySamples}
-	if d := tm.Spec.Drift; d != nil {
-		f.DriftIntervalSeconds = d.IntervalSeconds
-	}
 	if r := tm.Spec.Remediation; r != nil {
 		f.AnnotateMachine = r.AnnotateMachine != nil && *r.AnnotateMachine
 	}

@@ -7,7 +7,9 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -18,17 +20,31 @@ import (
 )
 
 // Adapter is the TerraformMachinePool's part of the shared flow; it finds its
-// MachinePool through lifecycle.MachinePoolOwner.
+// MachinePool through machinePoolOwner.
 type Adapter struct {
 	lifecycle.OwnedBy[*clusterv1.MachinePool]
+}
+
+// machinePoolOwner is how a TerraformMachinePool finds its MachinePool.
+var machinePoolOwner = lifecycle.OwnerKind[*clusterv1.MachinePool]{
+	Kind:          "MachinePool",
+	Get:           util.GetOwnerMachinePool,
+	WaitingReason: infrav1.WaitingForOwnerMachinePoolReason,
+	Pending:       func(refs []metav1.OwnerReference) bool { return len(refs) > 0 },
+	Refs: func(mp *clusterv1.MachinePool) (clusterv1.ContractVersionedObjectReference, string) {
+		return mp.Spec.Template.Spec.InfrastructureRef, mp.Spec.ClusterName
+	},
 }
 
 var _ lifecycle.Adapter = &Adapter{}
 
 // NewAdapter returns the TerraformMachinePool adapter reading through c.
 func NewAdapter(c client.Client) *Adapter {
-	return &Adapter{lifecycle.OwnedBy[*clusterv1.MachinePool]{Client: c, Owner: lifecycle.MachinePoolOwner}}
+	return &Adapter{lifecycle.OwnedBy[*clusterv1.MachinePool]{Client: c, Owner: machinePoolOwner}}
 }
+
+// Kind implements lifecycle.Adapter.
+func (a *Adapter) Kind() infrav1.WorkloadKind { return infrav1.KindTerraformMachinePool }
 
 // Role implements lifecycle.Adapter.
 func (a *Adapter) Role() contract.Role { return contract.RoleMachinePool }
@@ -153,14 +169,8 @@ func (a *Adapter) After(ctx context.Context, p *lifecycle.Pass) error {
 	return nil
 }
 
-// Fields implements lifecycle.Adapter: the drift settings.
-func (a *Adapter) Fields(obj lifecycle.Object) lifecycle.KindFields {
-	var f lifecycle.KindFields
-	if d := obj.(*infrav1.TerraformMachinePool).Spec.Drift; d != nil {
-		f.DriftIntervalSeconds, f.DriftAction = d.IntervalSeconds, d.Action
-	}
-	return f
-}
+// Fields implements lifecycle.Adapter: a pool has none of the kind fields.
+func (a *Adapter) Fields(lifecycle.Object) lifecycle.KindFields { return lifecycle.KindFields{} }
 
 // Observe implements lifecycle.Adapter: the membership refresh interval and
 // whether membership is still converging.
