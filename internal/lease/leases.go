@@ -185,7 +185,7 @@ func (l *Leases) Enter(ctx context.Context, c Claim, gate bool) (Entry, error) {
 		return e, nil
 	}
 
-	if c.Owner.Kind != infrav1.KindTerraformCluster {
+	if !c.Owner.Kind.Capabilities().TakesClusterLease {
 		h, state, err := l.ClusterHolder(ctx, c.Owner.Namespace, c.Owner.ClusterName)
 		if err != nil {
 			return e, err
@@ -242,7 +242,7 @@ func (l *Leases) Leave(ctx context.Context, c Claim) error {
 		return err
 	}
 	errs := []error{l.ReleaseRun(ctx, c.Owner.Namespace, c.Suffix, c.Job)}
-	if c.Owner.Kind == infrav1.KindTerraformCluster && c.Owner.ClusterName != "" {
+	if c.Owner.Kind.Capabilities().TakesClusterLease && c.Owner.ClusterName != "" {
 		errs = append(errs, l.ReleaseCluster(ctx, c.Owner.Namespace, c.Owner.ClusterName, c.Job))
 	}
 	return errors.Join(errs...)
@@ -294,7 +294,7 @@ func (l *Leases) MachineOperations(ctx context.Context, namespace, cluster strin
 	for i := range list.Items {
 		lease := &list.Items[i]
 		kind := infrav1.WorkloadKind(lease.Labels[infrav1.OwnerKindLabel])
-		if kind != infrav1.KindTerraformMachine && kind != infrav1.KindTerraformMachinePool {
+		if !kind.Capabilities().ClusterMember {
 			continue
 		}
 		name := holderName(lease)
