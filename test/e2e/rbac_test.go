@@ -72,6 +72,7 @@ var managerRBACExceptions = exceptions(
 		{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "update"}:            "the runner RoleBinding's subjects change when an object names another runner ServiceAccount",
 		{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "delete"}:            "the orphan sweep, and a managed runner RoleBinding whose roleRef differs (deleted and created again)",
 		{Group: batchv1.GroupName, Resource: "jobs", Verb: "delete"}:                   "pruning finished Jobs beyond the history limits (3 of each operation by default), and a stuck Job whose per-run Secret is gone; the bring-up runs at most two Jobs of an operation per object",
+		{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                    "an event series: the events.k8s.io recorder patches an event when the same reason repeats on an object within its series window instead of creating another; a bring-up whose events never repeat on one object sends none",
 		{Group: clusterv1.GroupVersion.Group, Resource: "machines", Verb: "patch"}:     "the remediate annotation on a Machine whose health check fails (TestMachineRemediation)",
 		{Group: clusterv1.GroupVersion.Group, Resource: "machinepools", Verb: "patch"}: "the replica count written back to a MachinePool from an autoscaled TerraformMachinePool (TestAutoscaledMachinePool)",
 	},
