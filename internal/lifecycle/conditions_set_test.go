@@ -319,7 +319,7 @@ func TestSetInfrastructureHealthy(t *testing.T) {
 	runSetterCases(t, infrav1.InfrastructureHealthyCondition, setInfrastructureHealthy, []setterCase{
 		{name: "§1.11: unset until the first reading"},
 		{name: "§1.11: the reading, with the module's message", facts: func(p *Pass) {
-			p.facts.health = &healthReading{status: metav1.ConditionFalse, reason: infrav1.InstanceDegradedReason, message: "disk"}
+			p.facts.health = &verdict{status: metav1.ConditionFalse, reason: infrav1.InstanceDegradedReason, message: "disk"}
 		}, want: cnd(metav1.ConditionFalse, infrav1.InstanceDegradedReason), wantMessage: "disk"},
 		{name: "a pass without a reading keeps the last", before: cnd(metav1.ConditionTrue, infrav1.HealthyReason),
 			want: cnd(metav1.ConditionTrue, infrav1.HealthyReason)},

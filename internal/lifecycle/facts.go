@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
@@ -52,7 +51,7 @@ type facts struct {
 	outputsMissing bool
 	missingOutputs []string
 	// health is this pass's InfrastructureHealthy reading.
-	health *healthReading
+	health *verdict
 	// endpoint is a provisioned TerraformCluster's endpoint finding.
 	endpoint *bool
 	// autoscaling is a TerraformMachinePool's autoscaling finding.
@@ -137,12 +136,6 @@ type stateReading struct {
 	// neverWritten: a lost state's base Secret exists without a tfstate
 	// key.
 	neverWritten bool
-}
-
-// healthReading is an InfrastructureHealthy reading.
-type healthReading struct {
-	status          metav1.ConditionStatus
-	reason, message string
 }
 
 // Autoscaling is what a TerraformMachinePool's adapter found about its

@@ -107,7 +107,7 @@ func (f *Flow) observeHealth(p *Pass, r Reading) string {
 		}
 		msg = strings.Join(parts, "; ")
 	}
-	p.facts.health = &healthReading{status: metav1ConditionStatus(hc.Status), reason: hc.Reason, message: msg}
+	p.facts.health = &verdict{status: metav1ConditionStatus(hc.Status), reason: hc.Reason, message: msg}
 	if p.Provisioned() && (prev == nil || prev.Status != metav1ConditionStatus(hc.Status)) {
 		switch hc.Status {
 		case decide.ConditionTrue:
