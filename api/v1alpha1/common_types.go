@@ -183,6 +183,66 @@ type JobPolicy struct {
 	// RuntimeDefault and fsGroup 65532.
 	// +optional
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// podMetadata adds labels and annotations to the Job's pod (for a cost,
+	// policy or network controller). Keys in CAPTF's own domains, and the
+	// keys CAPTF or the Job controller set on the pod, are refused.
+	// Inherited by key: a machine's or pool's entry wins over its cluster's
+	// default of the same key.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
+	// nodeSelector the Job's pod must match, at most 32 labels. Taken as a
+	// whole from one side when inherited.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations of the Job's pod, at most 32. Taken as a whole from one
+	// side when inherited.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity of the Job's pod (node, pod and pod anti-affinity). Taken as
+	// a whole from one side when inherited.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// topologySpreadConstraints of the Job's pod, at most 8. Taken as a
+	// whole from one side when inherited.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// priorityClassName of the Job's pod; the PriorityClass must exist when
+	// the Job is created.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// PodMetadata is the metadata a JobPolicy adds to the Job's pod.
+// +kubebuilder:validation:MinProperties=1
+type PodMetadata struct {
+	// labels added to the pod, at most 32. Keys and values follow
+	// Kubernetes' label syntax.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations added to the pod, at most 32, within Kubernetes' 256 KiB
+	// limit on all of a pod's annotations together.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // DriftAction is what a drift check does with what it finds.

@@ -495,6 +495,7 @@ func (r *Run) job() (*batchv1.Job, []string) {
 	if len(job.Spec.Template.Spec.ImagePullSecrets) == 0 {
 		job.Spec.Template.Spec.ImagePullSecrets = nil
 	}
+	p.Placement.apply(&job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)
 	return job, dropped
 }
 

@@ -118,6 +118,9 @@ type Policy struct {
 	// PodSecurityContext of the pod: the user's, with seccompProfile
 	// RuntimeDefault and fsGroup 65532 filled in when unset.
 	PodSecurityContext corev1.PodSecurityContext
+	// Placement is where the pod runs and the labels and annotations it
+	// carries besides CAPTF's.
+	Placement Placement
 }
 
 // ClusterDefaults returns a TerraformCluster's spec.defaults.jobs, or nil.
@@ -144,8 +147,10 @@ func Effective(own, clusterDefaults *infrav1.JobPolicy) Policy {
 // the default; env is merged by name (own's entries first, then the
 // default's entries whose name own does not use); imagePullSecrets are the
 // union of both, own's first, without duplicates; resources,
-// securityContext and podSecurityContext are each taken whole from one side.
-// The result shares nothing with its inputs. Either side may be nil.
+// securityContext and podSecurityContext are each taken whole from one side;
+// the placement fields as mergePlacement says (podMetadata by key,
+// the scheduling fields whole). The result shares nothing with its inputs.
+// Either side may be nil.
 func Merge(own, defaults *infrav1.JobPolicy) *infrav1.JobPolicy {
 	if own == nil && defaults == nil {
 		return nil
@@ -207,6 +212,7 @@ func Merge(own, defaults *infrav1.JobPolicy) *infrav1.JobPolicy {
 	} else if defaults.PodSecurityContext != nil {
 		out.PodSecurityContext = defaults.PodSecurityContext.DeepCopy()
 	}
+	mergePlacement(out, own, defaults)
 	return out
 }
 
@@ -251,6 +257,7 @@ func Resolve(p *infrav1.JobPolicy) Policy {
 		if p.PodSecurityContext != nil {
 			out.PodSecurityContext = *p.PodSecurityContext.DeepCopy()
 		}
+		out.Placement = PolicyPlacement(p)
 	}
 	if out.PodSecurityContext.SeccompProfile == nil {
 		sp := seccompRD
@@ -287,7 +294,9 @@ func (e *PolicyError) Reason() string { return infrav1.JobPolicyInvalidReason }
 // Job; the numbers must be within their API bounds; the module container
 // may not add capabilities; and the pod the policy gives a Job must pass
 // EvaluatePodSecurity (the restricted profile less RestrictedExceptions,
-// and no sysctl). The admission webhook refuses the same on each policy;
+// and no sysctl); and the placement must pass Placement.Validate (no pod
+// label or annotation key of CAPTF's, valid keys, values and scheduling
+// fields). The admission webhook refuses the same on each policy;
 // this repeats it on the merge, which admission never sees, and on an
 // object stored before the webhook refused it. It returns a *PolicyError
 // or nil.
@@ -313,6 +322,9 @@ func (p *Policy) Validate() error {
 	}
 	for _, pr := range p.podSecurity() {
 		probs = append(probs, pr.String())
+	}
+	for _, e := range p.Placement.Validate(nil) {
+		probs = append(probs, e.Error())
 	}
 	if len(probs) == 0 {
 		return nil

@@ -127,8 +127,12 @@ func validateVariables(path *field.Path, role contract.Role, ws *infrav1.Workspa
 
 // validateJobPolicy applies the Tuning Jobs and Security Model rules to one
 // jobs policy: lockTimeoutSeconds below activeDeadlineSeconds, a DNS
-// subdomain serviceAccountName, valid pull secret and env names, and a pod
-// the Job build would create (validatePodSecurity).
+// subdomain serviceAccountName, valid pull secret and env names, a pod
+// the Job build would create (validatePodSecurity), and a placement
+// (podMetadata, nodeSelector, tolerations, affinity,
+// topologySpreadConstraints, priorityClassName) Kubernetes accepts on a
+// pod, with no pod label or annotation key of CAPTF's or the Job
+// controller's (captfjobs.Placement.Validate).
 func validateJobPolicy(path *field.Path, p *infrav1.JobPolicy) field.ErrorList {
 	if p == nil {
 		return nil
@@ -153,6 +157,11 @@ func validateJobPolicy(path *field.Path, p *infrav1.JobPolicy) field.ErrorList {
 		}
 	}
 	errs = append(errs, validatePodSecurity(path, p)...)
+	// Placement: the same check the effective policy's Validate makes, so
+	// a reserved pod label or annotation key is refused here at its field
+	// and, on a policy stored before this refused it, at the Job build.
+	pl := captfjobs.PolicyPlacement(p)
+	errs = append(errs, pl.Validate(path)...)
 	return errs
 }
 
