@@ -35,10 +35,10 @@ type Placement struct {
 
 // Bounds of the placement fields, as the CRD schema declares them.
 const (
-	MaxPodMetadataEntries     = 32
-	MaxNodeSelectorEntries    = 32
-	MaxTolerations            = 32
-	MaxTopologySpreadEntries  = 8
+	MaxPodMetadataEntries    = 32
+	MaxNodeSelectorEntries   = 32
+	MaxTolerations           = 32
+	MaxTopologySpreadEntries = 8
 )
 
 // Domains and keys a JobPolicy's podMetadata may not use, because CAPTF or
@@ -49,15 +49,15 @@ var (
 	// reservedDomains: a key whose prefix is one of these or a subdomain of
 	// one.
 	reservedDomains = []string{
-		"captf.io",                             // captf.io/managed and every CAPTF annotation
+		"captf.io",                              // captf.io/managed and every CAPTF annotation
 		"captf.infrastructure.cluster.x-k8s.io", // owner-kind, owner-name, op, attempt
-		"batch.kubernetes.io",                  // the Job controller's job-name, controller-uid, …
+		"batch.kubernetes.io",                   // the Job controller's job-name, controller-uid, …
 	}
 	// reservedKeys: these exact keys.
 	reservedKeys = []string{
-		"cluster.x-k8s.io/cluster-name",                 // the owner's cluster (clusterv1.ClusterNameLabel)
-		infrav1.SafeToEvictAnnotation,                   // the pod is never evicted by the autoscaler
-		"job-name", "controller-uid",                    // the Job controller's legacy selector labels
+		"cluster.x-k8s.io/cluster-name", // the owner's cluster (clusterv1.ClusterNameLabel)
+		infrav1.SafeToEvictAnnotation,   // the pod is never evicted by the autoscaler
+		"job-name", "controller-uid",    // the Job controller's legacy selector labels
 	}
 )
 
