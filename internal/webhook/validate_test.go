@@ -244,6 +244,20 @@ func invalidObjects() []struct {
 			s.Defaults = &infrav1.ClusterDefaults{Jobs: jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}})})}
 		}), "spec.defaults.jobs.podSecurityContext.appArmorProfile.type"},
 
+		// Placement (Tuning Jobs, "Where runner pods run"): CAPTF's and the
+		// Job controller's pod label and annotation keys, and what
+		// Kubernetes refuses on a pod.
+		{"TM CAPTF pod label", onTM(jobsOn(jobs(infrav1.JobPolicy{PodMetadata: &infrav1.PodMetadata{Labels: map[string]string{infrav1.AttemptLabel: "9"}}}))), "spec.jobs.podMetadata.labels[captf.infrastructure.cluster.x-k8s.io/attempt]"},
+		{"TMP captf.io subdomain annotation", onTMP(jobsOn(jobs(infrav1.JobPolicy{PodMetadata: &infrav1.PodMetadata{Annotations: map[string]string{"policy.captf.io/x": "1"}}}))), "spec.jobs.podMetadata.annotations[policy.captf.io/x]"},
+		{"TMT cluster-name pod label", onTMT(jobsOn(jobs(infrav1.JobPolicy{PodMetadata: &infrav1.PodMetadata{Labels: map[string]string{clusterv1.ClusterNameLabel: "other"}}}))), "spec.template.spec.jobs.podMetadata.labels[cluster.x-k8s.io/cluster-name]"},
+		{"TCT defaults Job controller label", tct(func(s *infrav1.TerraformClusterSpec) {
+			s.Defaults = &infrav1.ClusterDefaults{Jobs: jobs(infrav1.JobPolicy{PodMetadata: &infrav1.PodMetadata{Labels: map[string]string{"controller-uid": "x"}}})}
+		}), "spec.template.spec.defaults.jobs.podMetadata.labels[controller-uid]"},
+		{"TC invalid nodeSelector key", onTC(jobsOn(jobs(infrav1.JobPolicy{NodeSelector: map[string]string{"bad key": "x"}}))), "spec.jobs.nodeSelector"},
+		{"TMPT toleration operator", onTMPT(jobsOn(jobs(infrav1.JobPolicy{Tolerations: []corev1.Toleration{{Key: "k", Operator: "Lt"}}}))), "spec.template.spec.jobs.tolerations[0].operator"},
+		{"TM spread without topologyKey", onTM(jobsOn(jobs(infrav1.JobPolicy{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, WhenUnsatisfiable: corev1.DoNotSchedule}}}))), "spec.jobs.topologySpreadConstraints[0].topologyKey"},
+		{"TC priorityClassName", onTC(jobsOn(jobs(infrav1.JobPolicy{PriorityClassName: "Not_A_Name"}))), "spec.jobs.priorityClassName"},
+
 		// What the Job build refuses beyond those (jobs.EvaluatePodSecurity:
 		// the restricted profile less runAsNonRoot, and no sysctl).
 		{"TC pod sysctl on baseline's safe list", onTC(jobsOn(jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}})}))), "spec.jobs.podSecurityContext.sysctls"},
@@ -375,6 +389,17 @@ func TestValidObjectsAreAccepted(t *testing.T) {
 		"TMP with a non-root user and a Localhost seccomp profile": tmp(func(s *infrav1.TerraformMachinePoolSpec) {
 			s.Jobs = jobs(infrav1.JobPolicy{PodSecurityContext: psc(corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("terraform.json")}})})
+		}),
+		"TM with every placement field": tm(func(s *infrav1.TerraformMachineSpec) {
+			s.Jobs = jobs(infrav1.JobPolicy{
+				PodMetadata:  &infrav1.PodMetadata{Labels: map[string]string{"team": "platform", "app.kubernetes.io/part-of": "infra"}, Annotations: map[string]string{"example.com/cost-center": "c-17"}},
+				NodeSelector: map[string]string{"example.com/pool": "terraform"},
+				Tolerations:  []corev1.Toleration{{Key: "example.com/pool", Operator: corev1.TolerationOpEqual, Value: "terraform", Effect: corev1.TaintEffectNoSchedule}, {Operator: corev1.TolerationOpExists}},
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}}}},
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway}},
+				PriorityClassName:         "infra-low",
+			})
 		}),
 		"TMP with variablesFrom": tmp(func(s *infrav1.TerraformMachinePoolSpec) {
 			s.VariablesFrom = []infrav1.VariablesSource{{ConfigMapRef: &infrav1.LocalObjectReference{Name: "aws-sizing"}},
