@@ -3,6 +3,7 @@ package env
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -104,6 +105,13 @@ func (e *Env) startChild(ctx context.Context) error {
 		if f.off {
 			args = append(args, f.flag)
 		}
+	}
+	for _, n := range e.opts.ExtraNodes {
+		b, err := json.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("env: extra Node %q: %w", n.Name, err)
+		}
+		args = append(args, "-extra-node", string(b))
 	}
 	p, err := controlplane.StartProcess("captf-env", bin, args, filepath.Join(e.Dir, "logs"))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,12 @@ type Options struct {
 	// Kubelet runs the process kubelet (registers Node captf-env and runs
 	// the pods scheduled to it). Requires root.
 	Kubelet bool
+	// ExtraNodes, with Kubelet, are further Nodes, each run by a kubelet of
+	// its own beside the first, sharing its images and data folder. A pod
+	// is bound to a Node whose labels and taints its nodeSelector, required
+	// node affinity and tolerations admit (package test/env/kubelet). None
+	// by default: one Node.
+	ExtraNodes []Node
 	// Registry serves a loopback OCI registry.
 	Registry bool
 	// PodNetwork gives the environment a network of its own (package
@@ -112,6 +119,16 @@ type Options struct {
 	Logger logr.Logger
 }
 
+// Node is a further Node of the environment (Options.ExtraNodes).
+type Node struct {
+	// Name of the Node; required and unique.
+	Name string `json:"name"`
+	// Labels are added to the Node's standard ones.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints of the Node.
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
 // PodNetworkControllers are the kube-controller-manager controllers
 // Options.PodNetwork adds to controlplane.DefaultControllers: Deployments
 // get ReplicaSets and ReplicaSets pods, and Services get Endpoints and the
@@ -150,6 +167,9 @@ type Env struct {
 	// Options.Separate, whose child process runs them).
 	Kubelet *kubelet.Kubelet
 	CAPI    *capi.CAPI
+	// ExtraKubelets run Options.ExtraNodes, in order (none with
+	// Options.Separate).
+	ExtraKubelets []*kubelet.Kubelet
 	// EnvBinary is the captf-env binary the child process of
 	// Options.Separate runs ("" otherwise); its push-images command builds
 	// and pushes CAPTF's images outside the calling process.
@@ -277,6 +297,11 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 	if err := errors.Join(capiErr, kubeletErr); err != nil {
 		return e, err
 	}
+	if e.Kubelet != nil {
+		if err := e.startExtraKubelets(ctx); err != nil {
+			return e, err
+		}
+	}
 	if len(opts.CRDPaths) > 0 {
 		if err := capi.InstallCRDs(e.Config, opts.CRDPaths...); err != nil {
 			return e, err
@@ -294,6 +319,35 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 		}
 	}
 	return e, nil
+}
+
+// startExtraKubelets runs a kubelet for each of Options.ExtraNodes beside
+// the first, with its client, pod network, data folder and images.
+func (e *Env) startExtraKubelets(ctx context.Context) error {
+	first := e.Kubelet
+	for _, n := range e.opts.ExtraNodes {
+		if n.Name == "" || n.Name == first.NodeName() {
+			return fmt.Errorf("env: an extra Node needs a name of its own (got %q)", n.Name)
+		}
+		k, err := kubelet.Start(ctx, kubelet.Options{
+			Config:            e.Config,
+			APIServerHost:     e.APIServerHost,
+			APIServerPort:     e.APIServerPort,
+			PodNetwork:        e.PodNetwork,
+			Dir:               filepath.Join(e.Dir, "kubelet"),
+			NodeName:          n.Name,
+			Labels:            n.Labels,
+			Taints:            n.Taints,
+			ImagesFrom:        first,
+			KubernetesVersion: serverVersion(e.Clientset),
+			Logger:            e.opts.Logger.WithName("kubelet").WithValues("node", n.Name),
+		})
+		if err != nil {
+			return err
+		}
+		e.ExtraKubelets = append(e.ExtraKubelets, k)
+	}
+	return nil
 }
 
 func serverVersion(cs kubernetes.Interface) string {
@@ -346,6 +400,9 @@ func (e *Env) Stop() error {
 		}
 		if e.child != nil {
 			errs = append(errs, e.stopChild())
+		}
+		for i := len(e.ExtraKubelets) - 1; i >= 0; i-- {
+			errs = append(errs, e.ExtraKubelets[i].Stop())
 		}
 		if e.Kubelet != nil {
 			errs = append(errs, e.Kubelet.Stop())
@@ -422,7 +479,16 @@ func (e *Env) ImageRef(repo string) string { return e.Registry + "/" + repo }
 // latest pod of that namespace and name).
 func (e *Env) Logs(namespace, pod, container string) (string, error) {
 	if e.Kubelet != nil {
-		return e.Kubelet.Logs(namespace, pod, container)
+		out, err := e.Kubelet.Logs(namespace, pod, container)
+		for _, k := range e.ExtraKubelets {
+			if err == nil {
+				break
+			}
+			if _, lerr := k.LogPath(namespace, pod, container); lerr == nil {
+				out, err = k.Logs(namespace, pod, container)
+			}
+		}
+		return out, err
 	}
 	if e.child == nil || !e.opts.Kubelet {
 		return "", errors.New("env: started without a kubelet")
@@ -449,6 +515,9 @@ func (e *Env) Pids() []int {
 	e.procMu.Unlock()
 	if e.Kubelet != nil {
 		pids = append(pids, e.Kubelet.Pids()...)
+	}
+	for _, k := range e.ExtraKubelets {
+		pids = append(pids, k.Pids()...)
 	}
 	return pids
 }

@@ -2,6 +2,15 @@
 // Node, binds unscheduled pods to it and runs the pods bound to it as
 // processes on this machine.
 //
+// Binding: there is no kube-scheduler; each kubelet binds an unbound pod its
+// Node admits by the scheduler's own predicates (k8s.io/component-helpers):
+// the pod's nodeSelector and required node affinity match the Node's labels,
+// and it tolerates each of the Node's NoSchedule and NoExecute taints
+// (Options.Labels, Options.Taints). Several kubelets may run side by side,
+// one Node each, sharing one image store (Options.ImagesFrom); a pod no
+// Node admits stays Pending. Preferred affinity, pod (anti-)affinity,
+// topology spread and resource requests are not considered.
+//
 // For each pod it pulls the images (recording the repository digest as
 // imageID) and unpacks each once; materialises Secret, ConfigMap, emptyDir,
 // downwardAPI and projected volumes (ServiceAccount tokens come from the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/podnet"
 )
@@ -54,6 +58,16 @@ type Options struct {
 	// package test/env/podnet); the Node's address, the pods' hostIP and
 	// the log server's address are then the network's host address.
 	PodNetwork *podnet.Network
+	// Labels are added to the Node's (kubernetes.io/hostname, os and arch).
+	Labels map[string]string
+	// Taints are the Node's taints: a pod that does not tolerate one of
+	// effect NoSchedule or NoExecute is not bound to it.
+	Taints []corev1.Taint
+	// ImagesFrom is another kubelet of the same environment whose pulled
+	// and unpacked images this one uses, so that a second Node unpacks no
+	// image twice (Dir may then be the same folder: pod folders are named
+	// by the pod's UID).
+	ImagesFrom *Kubelet
 }
 
 // Kubelet runs the pods bound to its Node as processes on this machine.
@@ -64,6 +78,9 @@ type Kubelet struct {
 	lister corelisters.PodLister
 	queue  workqueue.TypedRateLimitingInterface[string]
 	log    logr.Logger
+	// node is the Node as registered, which unbound pods are matched
+	// against (schedulable).
+	node *corev1.Node
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -99,10 +116,14 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 			return nil, fmt.Errorf("kubelet: failed to create data folder: %w", err)
 		}
 	}
+	images := newImageStore(filepath.Join(opts.Dir, "images"))
+	if opts.ImagesFrom != nil {
+		images = opts.ImagesFrom.images
+	}
 	k := &Kubelet{
 		opts:   opts,
 		cs:     cs,
-		images: newImageStore(filepath.Join(opts.Dir, "images")),
+		images: images,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet"}),
@@ -238,15 +259,16 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 		corev1.ResourceMemory: resource.MustParse("32Gi"),
 		corev1.ResourcePods:   resource.MustParse("250"),
 	}
+	labels := maps.Clone(k.opts.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["kubernetes.io/hostname"] = k.opts.NodeName
+	labels["kubernetes.io/os"] = "linux"
+	labels["kubernetes.io/arch"] = runtime.GOARCH
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: k.opts.NodeName,
-			Labels: map[string]string{
-				"kubernetes.io/hostname": k.opts.NodeName,
-				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     runtime.GOARCH,
-			},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: k.opts.NodeName, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(k.opts.Taints)},
 	}
 	_, err := k.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -276,13 +298,30 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 				ContainerRuntimeVersion: "captf-env://1",
 			},
 		}
-		_, err = k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		n, err = k.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("kubelet: failed to report Node %s ready: %w", k.opts.NodeName, err)
 		}
+		// The API server's TaintNodesByCondition admission taints a new
+		// Node node.kubernetes.io/not-ready:NoSchedule; the node lifecycle
+		// controller, which this environment does not run, removes it once
+		// the Node is Ready. Pods are bound by their tolerations
+		// (schedulable), so it is removed here, as that controller would.
+		kept := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if len(kept) != len(n.Spec.Taints) {
+			n.Spec.Taints = kept
+			n, err = k.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("kubelet: failed to remove the not-ready taint of Node %s: %w", k.opts.NodeName, err)
+			}
+		}
+		k.node = n
 		return nil
 	}
 	return fmt.Errorf("kubelet: Node %s kept changing while reporting it ready", k.opts.NodeName)
@@ -323,7 +362,7 @@ func (k *Kubelet) sync(key string) error {
 		return err
 	}
 	if pod.Spec.NodeName == "" {
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil || !k.schedulable(pod) {
 			return nil
 		}
 		return k.bind(pod)
@@ -366,6 +405,33 @@ func (k *Kubelet) sync(key string) error {
 		}
 	}
 	return nil
+}
+
+// schedulable reports whether an unbound pod may be bound to this Node, by
+// the scheduler's own predicates from k8s.io/component-helpers: its
+// nodeSelector and required node affinity match the Node
+// (nodeaffinity.GetRequiredNodeAffinity), and it tolerates every taint of
+// effect NoSchedule or NoExecute (FindMatchingUntoleratedTaint, as the
+// scheduler's TaintToleration filter asks). A pod no Node admits stays
+// Pending, unbound, as with the scheduler. With several kubelets, each
+// binds the pods it admits; a pod two admit goes to the first to bind.
+func (k *Kubelet) schedulable(pod *corev1.Pod) bool {
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(k.node)
+	if err != nil {
+		k.log.V(1).Info("Not binding pod: its node affinity does not parse", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+		return false
+	}
+	if !ok {
+		return false
+	}
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(k.log, k.node.Spec.Taints, pod.Spec.Tolerations,
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false)
+	if untolerated {
+		k.log.V(1).Info("Not binding pod: it does not tolerate a taint", "pod", pod.Namespace+"/"+pod.Name, "taint", taint.ToString())
+	}
+	return !untolerated
 }
 
 func (k *Kubelet) bind(pod *corev1.Pod) error {

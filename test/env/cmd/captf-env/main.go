@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -56,7 +57,7 @@ func main() {
 		}
 		return
 	}
-	var crds, managerArgs, setups list
+	var crds, managerArgs, setups, extraNodes list
 	dir := flag.String("dir", "", "data folder (default: a new temporary folder, removed on exit unless -keep)")
 	keep := flag.Bool("keep", false, "keep the data folder on exit")
 	kubeconfig := flag.String("control-plane-kubeconfig", "", "admin kubeconfig of a running control plane to use instead of starting one (left running on exit)")
@@ -68,6 +69,7 @@ func main() {
 		"(with -control-plane-kubeconfig: join the pod network of that control plane)")
 	manager := flag.String("manager", "", "CAPTF manager binary to run against the environment (KUBECONFIG is set for it)")
 	verbose := flag.Bool("v", false, "log the in-process components (Cluster API, kubelet) to stderr")
+	flag.Var(&extraNodes, "extra-node", `a further Node, run by a kubelet of its own, as JSON {"name":…,"labels":{…},"taints":[…]} (repeatable)`)
 	flag.Var(&crds, "crds", "extra CRD file or folder to install, e.g. config/crd/bases (repeatable)")
 	flag.Var(&managerArgs, "manager-arg", "argument for the -manager binary (repeatable)")
 	flag.Var(&setups, "setup", "shell command run once the environment is up and before -manager, e.g. to push images (repeatable; "+
@@ -93,6 +95,14 @@ func main() {
 		Dir:               *dir,
 		KeepDir:           *keep,
 		Logger:            logger,
+	}
+	for _, n := range extraNodes {
+		var node env.Node
+		if err := json.Unmarshal([]byte(n), &node); err != nil {
+			fmt.Fprintf(os.Stderr, "captf-env: -extra-node %s: %v\n", n, err)
+			os.Exit(2)
+		}
+		opts.ExtraNodes = append(opts.ExtraNodes, node)
 	}
 	if opts.Kubelet && os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "captf-env: the process kubelet needs root (or pass -no-kubelet)")
