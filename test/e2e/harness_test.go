@@ -158,8 +158,13 @@ func startShared() error {
 	// built without -race: the race detector is spent on CAPTF's manager
 	// and the scenarios alone. Their logs (with CAPTF_E2E_LOG) are in
 	// env/logs/captf-env.log.
+	// A second Node, labelled and tainted, for runner pod placement
+	// (placement_test.go): a kubelet of its own in the same child, which
+	// binds only the pods that tolerate its taint, so the other scenarios'
+	// pods all stay on the first Node.
 	e, err := env.Start(ctx, env.Options{
 		CAPI: true, Kubelet: true, Registry: true, Separate: true, EnvBinary: envBin, Logger: logger,
+		ExtraNodes: []env.Node{poolNode},
 		CRDPaths: []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
 		APIServerArgs: shared.audit.APIServerArgs(),
 	})
