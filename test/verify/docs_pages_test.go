@@ -78,12 +78,13 @@ func testFunctions(t *testing.T, root string) []string {
 }
 
 // TestDocsPagesNameRealTargetsAndTests: every `make <target>` and every
-// Test function the Installation, Testing and Security Model pages name
+// Test function the Installation, Testing, Security Model and runner
+// placement pages name
 // exists.
 func TestDocsPagesNameRealTargetsAndTests(t *testing.T) {
 	root := docsRoot(t)
 	targets, tests := makefileTargets(t, root), testFunctions(t, root)
-	for _, page := range []string{"docs/book/operator-guide/installation.md", "docs/book/development/testing.md", "docs/book/operator-guide/security.md"} {
+	for _, page := range []string{"docs/book/operator-guide/installation.md", "docs/book/development/testing.md", "docs/book/operator-guide/security.md", "docs/book/operator-guide/runner-placement.md"} {
 		b, err := os.ReadFile(filepath.Join(root, page))
 		if err != nil {
 			t.Fatal(err)
