@@ -145,24 +145,23 @@ func mergePlacement(out, own, defaults *infrav1.JobPolicy) {
 	}
 }
 
-func copyTolerations(in []corev1.Toleration) []corev1.Toleration {
-	if in == nil {
-		return nil
-	}
-	out := make([]corev1.Toleration, len(in))
-	for i := range in {
-		in[i].DeepCopyInto(&out[i])
-	}
-	return out
-}
+func copyTolerations(in []corev1.Toleration) []corev1.Toleration { return deepCopies(in) }
 
 func copySpread(in []corev1.TopologySpreadConstraint) []corev1.TopologySpreadConstraint {
+	return deepCopies(in)
+}
+
+// deepCopies deep-copies a list of API structs (nil stays nil).
+func deepCopies[T any, P interface {
+	*T
+	DeepCopyInto(*T)
+}](in []T) []T {
 	if in == nil {
 		return nil
 	}
-	out := make([]corev1.TopologySpreadConstraint, len(in))
+	out := make([]T, len(in))
 	for i := range in {
-		in[i].DeepCopyInto(&out[i])
+		P(&in[i]).DeepCopyInto(&out[i])
 	}
 	return out
 }

@@ -30,14 +30,7 @@ func TestExtraNodeBindsOnlyWhatItAdmits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := e.Clientset
-	img, err := testimage.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.PushImage(ctx, "captf/podprog:test", img); err != nil {
-		t.Fatal(err)
-	}
-	image := e.ImageRef("captf/podprog:test")
+	image := pushPodprog(ctx, t, e)
 	const ns = "placement"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -126,4 +119,19 @@ func TestExtraNodeBindsOnlyWhatItAdmits(t *testing.T) {
 	if node.Labels["example.com/pool"] != "terraform" || len(node.Spec.Taints) != 1 || !strings.Contains(node.Spec.Taints[0].ToString(), "example.com/pool") {
 		t.Errorf("extra Node %s: labels %v, taints %v", tainted, node.Labels, node.Spec.Taints)
 	}
+}
+
+// pushPodprog pushes the test image (package testimage) to the
+// environment's registry as captf/podprog:test and returns its reference
+// by tag.
+func pushPodprog(ctx context.Context, t testing.TB, e *env.Env) string {
+	t.Helper()
+	img, err := testimage.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PushImage(ctx, "captf/podprog:test", img); err != nil {
+		t.Fatal(err)
+	}
+	return e.ImageRef("captf/podprog:test")
 }

@@ -69,14 +69,7 @@ func TestPodNetwork(t *testing.T) {
 		t.Errorf("Node address %+v, want InternalIP %s", a, hostIP)
 	}
 
-	img, err := testimage.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.PushImage(ctx, "captf/podprog:test", img); err != nil {
-		t.Fatal(err)
-	}
-	image := e.ImageRef("captf/podprog:test")
+	image := pushPodprog(ctx, t, e)
 	caPEM := setupWebNamespace(ctx, t, cs)
 
 	const readyAfter = 3 * time.Second

@@ -78,14 +78,7 @@ func TestSeparateRunsRegistryCAPIAndKubeletInAChildProcess(t *testing.T) {
 
 	// PushImage reaches the child's registry; its kubelet runs the pod;
 	// Logs reads what the container wrote.
-	img, err := testimage.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.PushImage(ctx, "captf/podprog:test", img); err != nil {
-		t.Fatal(err)
-	}
-	image := e.ImageRef("captf/podprog:test")
+	image := pushPodprog(ctx, t, e)
 	cs := e.Clientset
 	setupNamespace(ctx, t, cs)
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, podprogJob("hello", image, []string{"--message=hello-from-child"}), metav1.CreateOptions{}); err != nil {
