@@ -52,6 +52,12 @@ func (r Row) lastRun() (string, *time.Time) {
 // NAMESPACE column, wide the image, state serial, backups and the Ready
 // message.
 func printTable(out io.Writer, rows []Row, now time.Time, allNamespaces, wide bool) error {
+	return printTableRows(out, rows, now, allNamespaces, wide, true)
+}
+
+// printTableRows is printTable, with or without the header (a watch's
+// later lines go without).
+func printTableRows(out io.Writer, rows []Row, now time.Time, allNamespaces, wide, header bool) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	head := []string{"NAME", "READY", "REASON", "LAST RUN", "AGE", "NEXT CHECK", "WAITING ON"}
 	if allNamespaces {
@@ -60,7 +66,9 @@ func printTable(out io.Writer, rows []Row, now time.Time, allNamespaces, wide bo
 	if wide {
 		head = append(head, "IMAGE", "SERIAL", "BACKUPS", "MESSAGE")
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	if header {
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+	}
 	for _, r := range rows {
 		run, at := r.lastRun()
 		cells := []string{strings.ToLower(r.Kind) + "/" + r.Name, r.Ready, dash(r.Reason), run, age(at, now), until(r.NextCheck, now), dash(r.WaitingOn)}
@@ -90,6 +98,17 @@ type Node struct {
 	Row      Row      `json:"object"`
 	Jobs     []JobRow `json:"jobs,omitempty"`
 	Children []Node   `json:"children,omitempty"`
+}
+
+// flatten lists the tree's rows in its order, each with its Jobs.
+func (n Node) flatten() []Row {
+	r := n.Row
+	r.Jobs = n.Jobs
+	out := []Row{r}
+	for _, c := range n.Children {
+		out = append(out, c.flatten()...)
+	}
+	return out
 }
 
 // printTree writes a cluster's tree: the TerraformCluster, its Jobs, then

@@ -45,8 +45,10 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl captf"},
 		Short:       "Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools",
 		Long: `Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools:
-their status and last runs, the plan awaiting approval, approvals, state
-restores, abandoning a deleting object whose state is lost, and Job logs.
+their status and last runs (with kubectl's output formats and --watch),
+the plan awaiting approval, approvals, state restores, abandoning a
+deleting object whose state is lost, Job logs, and reconcile now, drift
+check now, suspend and resume.
 
 Objects are named KIND/NAME, KIND being terraformcluster (tc),
 terraformmachine (tm) or terraformmachinepool (tmp).`,
@@ -63,6 +65,10 @@ terraformmachine (tm) or terraformmachinepool (tmp).`,
 		newRestoreCommand(o),
 		newAbandonCommand(o),
 		newUnlockCommand(o),
+		newReconcileCommand(o),
+		newDriftCommand(o),
+		newSuspendCommand(o),
+		newResumeCommand(o),
 		newLogsCommand(o),
 		newVersionCommand(o),
 	)
