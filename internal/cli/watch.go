@@ -119,6 +119,7 @@ type statusWatch struct {
 	s       Settings
 	printed map[string]Row
 	started bool
+	widths  columnWidths
 }
 
 // print prints the rows of objs that differ from what was printed last,
@@ -142,11 +143,11 @@ func (w *statusWatch) print(ctx context.Context, objs map[string]object, gone []
 		changed = append(changed, r)
 	}
 	changed = append(changed, gone...)
-	header := !w.started
-	w.started = true
 	if len(changed) == 0 {
 		return nil
 	}
+	header := !w.started
+	w.started = true
 	out := w.o.streams.Out
 	if w.op.structured() {
 		for _, r := range changed {
@@ -156,7 +157,11 @@ func (w *statusWatch) print(ctx context.Context, objs map[string]object, gone []
 		}
 		return nil
 	}
-	return printTableRows(out, changed, w.o.now(), w.sc.all, w.op.wide, header)
+	head, lines := tableCells(changed, w.o.now(), w.sc.all, w.op.wide)
+	if header {
+		lines = append([][]string{head}, lines...)
+	}
+	return w.widths.print(out, lines)
 }
 
 // follow watches one kind from rv and sends what changes to events until
