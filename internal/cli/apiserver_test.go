@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -337,4 +338,51 @@ func createdTC(t *testing.T, ns, name string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestWatchListsAgainOnExpiry: a watch whose resourceVersion the API server
+// no longer has (410 Gone, Expired) lists the kind again and goes on from
+// the list's version: the objects come as one sync, and a later change
+// comes as itself.
+func TestWatchListsAgainOnExpiry(t *testing.T) {
+	ns := apiServer(t)
+	createTC(t, ns, "old", "old", nil, nil)
+	k, err := newKube(kubeconfigFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan watchEvent)
+	// Version 1 is older than anything the API server's watch cache keeps.
+	go follow(ctx, k, kinds[0], ns, metav1.ListOptions{}, "1", events)
+	next := func() watchEvent {
+		t.Helper()
+		select {
+		case ev := <-events:
+			if ev.err != nil {
+				t.Fatal(ev.err)
+			}
+			return ev
+		case <-time.After(30 * time.Second):
+			t.Fatal("no watch event in 30s")
+		}
+		return watchEvent{}
+	}
+	ev := next()
+	if ev.sync == nil || len(ev.sync) != 1 || ev.sync[0].w.GetName() != "old" {
+		t.Fatalf("after the expiry: %+v, want a sync of the one TerraformCluster", ev)
+	}
+	createTC(t, ns, "new", "new", nil, nil)
+	if ev := next(); ev.obj == nil || ev.obj.w.GetName() != "new" || ev.deleted {
+		t.Fatalf("after the sync: %+v, want the new TerraformCluster added", ev)
+	}
+}
+
+// kubeconfigFlags are the plugin's flags pointed at the test's API server.
+func kubeconfigFlags(t *testing.T) *genericclioptions.ConfigFlags {
+	t.Helper()
+	f := genericclioptions.NewConfigFlags(false)
+	f.KubeConfig = ptr.To(server.kubeconfig)
+	return f
 }
