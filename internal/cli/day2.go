@@ -34,11 +34,7 @@ type day2 func(ctx context.Context, k *kube, ob object, now time.Time) (key stri
 // day2Command builds a command that runs act on its one KIND/NAME.
 func day2Command(o *options, cmd *cobra.Command, act day2) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := oneTarget(args)
-		if err != nil {
-			return err
-		}
-		k, err := o.kube()
+		t, k, err := o.oneObject(args)
 		if err != nil {
 			return err
 		}

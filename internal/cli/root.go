@@ -97,3 +97,13 @@ func oneTarget(args []string) (target, error) {
 	}
 	return parseTarget(args[0])
 }
+
+// oneObject parses the one KIND/NAME argument and builds the clients.
+func (o *options) oneObject(args []string) (target, *kube, error) {
+	t, err := oneTarget(args)
+	if err != nil {
+		return target{}, nil, err
+	}
+	k, err := o.kube()
+	return t, k, err
+}
