@@ -198,6 +198,9 @@ func TestDay2Commands(t *testing.T) {
 	createTC(t, ns, "off", "off", func(tc *infrav1.TerraformCluster) {
 		tc.Spec.Drift = &infrav1.DriftPolicy{IntervalSeconds: ptr.To[int32](0)}
 	}, provisioned(notPaused))
+	createTC(t, ns, "external", "external", func(tc *infrav1.TerraformCluster) {
+		tc.Annotations = map[string]string{clusterv1.ManagedByAnnotation: "another-controller"}
+	}, provisioned(notPaused))
 	gone := createTC(t, ns, "gone", "gone", func(tc *infrav1.TerraformCluster) { tc.Finalizers = []string{"test.captf.io/hold"} }, provisioned(notPaused))
 	if err := server.dyn.Resource(kinds[0].GVR()).Namespace(ns).Delete(ctx, gone.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -237,12 +240,14 @@ func TestDay2Commands(t *testing.T) {
 	t.Run("reconcile", func(t *testing.T) {
 		wantRequest(t, infrav1.ReconcileRequestedAnnotation, "reconcile", "tc/demo")
 		wantRefused(t, "gone", "is being deleted", "reconcile", "tc/gone")
+		wantRefused(t, "external", "is externally managed", "reconcile", "tc/external")
 	})
 	t.Run("drift_check", func(t *testing.T) {
 		wantRequest(t, infrav1.DriftCheckRequestedAnnotation, "drift", "check", "terraformcluster/demo")
 		wantRefused(t, "fresh", "not provisioned yet", "drift", "check", "tc/fresh")
 		wantRefused(t, "off", "drift checks are off", "drift", "check", "tc/off")
 		wantRefused(t, "gone", "is being deleted", "drift", "check", "tc/gone")
+		wantRefused(t, "external", "is externally managed", "drift", "check", "tc/external")
 	})
 	t.Run("suspend_and_resume", func(t *testing.T) {
 		if _, stderr, code := run(ctx, "suspend", "tc/demo", "-n", ns); code != 0 {

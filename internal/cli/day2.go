@@ -23,6 +23,11 @@ import (
 // keeps them equal).
 const pausedAnnotation = "cluster.x-k8s.io/paused"
 
+// managedByAnnotation is Cluster API's clusterv1.ManagedByAnnotation: an
+// object that carries it is externally managed, and CAPTF writes nothing
+// to it.
+const managedByAnnotation = "cluster.x-k8s.io/managed-by"
+
 // clustersGVR is Cluster API's Cluster, read to tell whether it is paused.
 var clustersGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 
@@ -159,9 +164,14 @@ func ownerCluster(ctx context.Context, k *kube, ob object) (*infrav1.TerraformCl
 	return nil, nil
 }
 
-// refuseDeletingOrPaused refuses what on a deleting or paused object.
+// refuseDeletingOrPaused refuses what on a deleting or paused object, and
+// on one another controller manages (no pass acts on it, so the request
+// would never be answered).
 func refuseDeletingOrPaused(ob object, what string) error {
 	ref, ns := ob.ref(), ob.w.GetNamespace()
+	if by, ok := ob.w.GetAnnotations()[managedByAnnotation]; ok {
+		return fmt.Errorf("refused: %s in namespace %s is externally managed (%s=%s): CAPTF runs no pass and no Job for it, so %s would never happen", ref, ns, managedByAnnotation, by, what)
+	}
 	if ob.w.GetDeletionTimestamp() != nil {
 		return fmt.Errorf("refused: %s in namespace %s is being deleted: its deletion runs by itself, and %s would change nothing of it", ref, ns, what)
 	}

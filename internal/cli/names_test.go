@@ -23,6 +23,9 @@ func TestNamesMatchTheManagers(t *testing.T) {
 	if pausedAnnotation != clusterv1.PausedAnnotation {
 		t.Errorf("pausedAnnotation = %q, Cluster API's is %q", pausedAnnotation, clusterv1.PausedAnnotation)
 	}
+	if managedByAnnotation != clusterv1.ManagedByAnnotation {
+		t.Errorf("managedByAnnotation = %q, Cluster API's is %q", managedByAnnotation, clusterv1.ManagedByAnnotation)
+	}
 	if clustersGVR.GroupVersion() != clusterv1.GroupVersion {
 		t.Errorf("clustersGVR is of %s, Cluster API's Cluster of %s", clustersGVR.GroupVersion(), clusterv1.GroupVersion)
 	}
