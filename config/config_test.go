@@ -282,6 +282,48 @@ func TestCRDsCarryWhatClusterctlMoveReads(t *testing.T) {
 	}
 }
 
+// shortNames are the short name each CAPTF kind declares (Operator
+// Guide, kubectl plugin): kubectl get tc,tm -A works, and the plugin
+// accepts the same spellings.
+var shortNames = map[string]string{
+	"TerraformCluster":             "tc",
+	"TerraformClusterTemplate":     "tct",
+	"TerraformMachine":             "tm",
+	"TerraformMachineTemplate":     "tmt",
+	"TerraformMachinePool":         "tmp",
+	"TerraformMachinePoolTemplate": "tmpt",
+	"TerraformClusterIdentity":     "tfci",
+	"TerraformPlan":                "tfplan",
+}
+
+// TestCRDsFollowKubectlConventions checks every CRD as shipped declares its
+// short name and both categories: cluster-api (kubectl get cluster-api,
+// Cluster API's convention) and captf (kubectl get captf lists CAPTF's
+// objects alone).
+func TestCRDsFollowKubectlConventions(t *testing.T) {
+	crds := decode(t, render(t, filepath.Join(root, "config", "crd")))
+	for _, u := range crds {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+			t.Fatal(err)
+		}
+		names := crd.Spec.Names
+		want, ok := shortNames[names.Kind]
+		if !ok {
+			t.Errorf("%s: kind %s has no short name to check: add it here and to its kubebuilder:resource marker", crd.Name, names.Kind)
+			continue
+		}
+		if !slices.Equal(names.ShortNames, []string{want}) {
+			t.Errorf("%s: short names %v, want [%s]", crd.Name, names.ShortNames, want)
+		}
+		for _, c := range []string{"cluster-api", "captf"} {
+			if !slices.Contains(names.Categories, c) {
+				t.Errorf("%s: categories %v lack %s", crd.Name, names.Categories, c)
+			}
+		}
+	}
+}
+
 // TestReleaseManifests: make manifests-release substitutes the image in the
 // manager container; metadata.yaml maps the release series to contract
 // v1beta2.

@@ -14,6 +14,15 @@ const (
 	// AbandonInfrastructureAnnotation, set to the object's UID on a deleting
 	// object whose state is lost, removes the finalizer without a destroy.
 	AbandonInfrastructureAnnotation = "captf.io/abandon-infrastructure"
+	// ReconcileRequestedAnnotation (an RFC 3339 time, as kubectl captf
+	// reconcile writes it) asks for a reconcile pass now; the pass that ran
+	// removes it with its status patch.
+	ReconcileRequestedAnnotation = "captf.io/reconcile-requested"
+	// DriftCheckRequestedAnnotation (an RFC 3339 time, as kubectl captf
+	// drift check writes it) asks for a drift check now, outside the
+	// interval. It is removed when the drift Job starts, or when a check
+	// that finished after the request or drift checks turned off answer it.
+	DriftCheckRequestedAnnotation = "captf.io/drift-check-requested"
 )
 
 // Labels an operator sets.

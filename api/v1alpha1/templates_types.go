@@ -28,7 +28,7 @@ type TerraformClusterTemplateSpec struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformclustertemplates,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformclustertemplates,scope=Namespaced,categories=cluster-api;captf,shortName=tct
 // +kubebuilder:printcolumn:name="Image",type="string",JSONPath=".spec.template.spec.source.image",description="Module image"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
@@ -125,7 +125,7 @@ type TerraformMachineTemplateStatus struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformmachinetemplates,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformmachinetemplates,scope=Namespaced,categories=cluster-api;captf,shortName=tmt
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Image",type="string",JSONPath=".spec.template.spec.source.image",description="Module image"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
@@ -175,7 +175,7 @@ type TerraformMachinePoolTemplateSpec struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformmachinepooltemplates,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformmachinepooltemplates,scope=Namespaced,categories=cluster-api;captf,shortName=tmpt
 // +kubebuilder:printcolumn:name="Image",type="string",JSONPath=".spec.template.spec.source.image",description="Module image"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 

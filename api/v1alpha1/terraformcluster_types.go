@@ -140,7 +140,7 @@ type PlanPreview struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformclusters,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformclusters,scope=Namespaced,categories=cluster-api;captf,shortName=tc
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Ready condition"

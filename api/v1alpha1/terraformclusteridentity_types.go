@@ -73,7 +73,7 @@ type TerraformClusterIdentityStatus struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformclusteridentities,scope=Cluster,categories=cluster-api,shortName=tfci
+// +kubebuilder:resource:path=terraformclusteridentities,scope=Cluster,categories=cluster-api;captf,shortName=tfci
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Secret",type="string",JSONPath=".spec.secretRef.name",description="Credentials Secret"
 // +kubebuilder:printcolumn:name="Namespace",type="string",JSONPath=".spec.secretRef.namespace",description="Credentials Secret namespace"

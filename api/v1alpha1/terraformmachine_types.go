@@ -65,7 +65,7 @@ type TerraformMachineStatus struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformmachines,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformmachines,scope=Namespaced,categories=cluster-api;captf,shortName=tm
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster"
 // +kubebuilder:printcolumn:name="Machine",type="string",JSONPath=".metadata.ownerReferences[?(@.kind==\"Machine\")].name",description="Owning Machine"

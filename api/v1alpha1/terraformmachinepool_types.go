@@ -111,7 +111,7 @@ type TerraformMachinePoolStatus struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=terraformmachinepools,scope=Namespaced,categories=cluster-api
+// +kubebuilder:resource:path=terraformmachinepools,scope=Namespaced,categories=cluster-api;captf,shortName=tmp
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster"
 // +kubebuilder:printcolumn:name="MachinePool",type="string",JSONPath=".metadata.ownerReferences[?(@.kind==\"MachinePool\")].name",description="Owning MachinePool"

@@ -82,22 +82,29 @@ func (k *kube) get(ctx context.Context, t target) (object, error) {
 
 // list lists one kind in ns ("" for every namespace).
 func (k *kube) list(ctx context.Context, kd kind, ns string, selector string) ([]object, error) {
-	l, err := k.dyn.Resource(kd.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	out, _, err := k.listAt(ctx, kd, ns, metav1.ListOptions{LabelSelector: selector})
+	return out, err
+}
+
+// listAt lists one kind in ns with opts, and returns the list's
+// resourceVersion, where a watch of the same objects starts.
+func (k *kube) listAt(ctx context.Context, kd kind, ns string, opts metav1.ListOptions) ([]object, string, error) {
+	l, err := k.dyn.Resource(kd.GVR()).Namespace(ns).List(ctx, opts)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the API server does not serve %s: are CAPTF's CRDs installed?", kd.GVR().GroupResource())
+			return nil, "", fmt.Errorf("the API server does not serve %s: are CAPTF's CRDs installed?", kd.GVR().GroupResource())
 		}
-		return nil, explain(err, kd.Resource, ns)
+		return nil, "", explain(err, kd.Resource, ns)
 	}
 	out := make([]object, 0, len(l.Items))
 	for i := range l.Items {
 		o, err := decode(kd, &l.Items[i])
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, o)
 	}
-	return out, nil
+	return out, l.GetResourceVersion(), nil
 }
 
 // jobs lists the runner Jobs CAPTF created in ns ("" for every namespace).

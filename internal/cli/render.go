@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -53,6 +54,15 @@ func (r Row) lastRun() (string, *time.Time) {
 // message.
 func printTable(out io.Writer, rows []Row, now time.Time, allNamespaces, wide bool) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	head, lines := tableCells(rows, now, allNamespaces, wide)
+	for _, cells := range append([][]string{head}, lines...) {
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// tableCells are status's table: its header and a line of cells per row.
+func tableCells(rows []Row, now time.Time, allNamespaces, wide bool) ([]string, [][]string) {
 	head := []string{"NAME", "READY", "REASON", "LAST RUN", "AGE", "NEXT CHECK", "WAITING ON"}
 	if allNamespaces {
 		head = append([]string{"NAMESPACE"}, head...)
@@ -60,7 +70,7 @@ func printTable(out io.Writer, rows []Row, now time.Time, allNamespaces, wide bo
 	if wide {
 		head = append(head, "IMAGE", "SERIAL", "BACKUPS", "MESSAGE")
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	lines := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		run, at := r.lastRun()
 		cells := []string{strings.ToLower(r.Kind) + "/" + r.Name, r.Ready, dash(r.Reason), run, age(at, now), until(r.NextCheck, now), dash(r.WaitingOn)}
@@ -74,9 +84,38 @@ func printTable(out io.Writer, rows []Row, now time.Time, allNamespaces, wide bo
 			}
 			cells = append(cells, dash(r.Image), serial, strconv.Itoa(r.StateBackups), dash(oneLine(r.Message)))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		lines = append(lines, cells)
 	}
-	return tw.Flush()
+	return head, lines
+}
+
+// columnWidths pads a table that is printed a few lines at a time (a
+// watch's) to the widest cell of each column seen so far, so later lines
+// stay under the header where they fit.
+type columnWidths []int
+
+func (w *columnWidths) print(out io.Writer, lines [][]string) error {
+	for _, cells := range lines {
+		for len(*w) < len(cells) {
+			*w = append(*w, 0)
+		}
+		for i, c := range cells {
+			(*w)[i] = max((*w)[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, cells := range lines {
+		var b strings.Builder
+		for i, c := range cells {
+			b.WriteString(c)
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", (*w)[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		if _, err := fmt.Fprintln(out, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // oneLine keeps a condition message on one table line.
@@ -90,6 +129,17 @@ type Node struct {
 	Row      Row      `json:"object"`
 	Jobs     []JobRow `json:"jobs,omitempty"`
 	Children []Node   `json:"children,omitempty"`
+}
+
+// flatten lists the tree's rows in its order, each with its Jobs.
+func (n Node) flatten() []Row {
+	r := n.Row
+	r.Jobs = n.Jobs
+	out := []Row{r}
+	for _, c := range n.Children {
+		out = append(out, c.flatten()...)
+	}
+	return out
 }
 
 // printTree writes a cluster's tree: the TerraformCluster, its Jobs, then

@@ -42,11 +42,7 @@ runbook for what a restore does and does not undo.`,
 		Example: `  kubectl captf restore terraformmachine/demo-md-0-x2x9k -n team-a
   kubectl captf restore terraformmachine/demo-md-0-x2x9k -n team-a --serial 7`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := oneTarget(args)
-			if err != nil {
-				return err
-			}
-			k, err := o.kube()
+			t, k, err := o.oneObject(args)
 			if err != nil {
 				return err
 			}
@@ -182,11 +178,7 @@ untracked: remove it by hand. Restore a backup instead when there is one
 It asks you to type the object's name, unless --yes is given.`,
 		Example: `  kubectl captf abandon terraformmachine/demo-md-0-x2x9k -n team-a`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := oneTarget(args)
-			if err != nil {
-				return err
-			}
-			k, err := o.kube()
+			t, k, err := o.oneObject(args)
 			if err != nil {
 				return err
 			}

@@ -45,8 +45,10 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl captf"},
 		Short:       "Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools",
 		Long: `Operate CAPTF's TerraformClusters, TerraformMachines and TerraformMachinePools:
-their status and last runs, the plan awaiting approval, approvals, state
-restores, abandoning a deleting object whose state is lost, and Job logs.
+their status and last runs (with kubectl's output formats and --watch),
+the plan awaiting approval, approvals, state restores, abandoning a
+deleting object whose state is lost, Job logs, and reconcile now, drift
+check now, suspend and resume.
 
 Objects are named KIND/NAME, KIND being terraformcluster (tc),
 terraformmachine (tm) or terraformmachinepool (tmp).`,
@@ -63,6 +65,10 @@ terraformmachine (tm) or terraformmachinepool (tmp).`,
 		newRestoreCommand(o),
 		newAbandonCommand(o),
 		newUnlockCommand(o),
+		newReconcileCommand(o),
+		newDriftCommand(o),
+		newSuspendCommand(o),
+		newResumeCommand(o),
 		newLogsCommand(o),
 		newVersionCommand(o),
 	)
@@ -90,4 +96,14 @@ func oneTarget(args []string) (target, error) {
 		return target{}, fmt.Errorf("name one object as KIND/NAME, for example terraformcluster/my-cluster")
 	}
 	return parseTarget(args[0])
+}
+
+// oneObject parses the one KIND/NAME argument and builds the clients.
+func (o *options) oneObject(args []string) (target, *kube, error) {
+	t, err := oneTarget(args)
+	if err != nil {
+		return target{}, nil, err
+	}
+	k, err := o.kube()
+	return t, k, err
 }

@@ -41,6 +41,8 @@ type Row struct {
 	StateSerial  int64  `json:"stateSerial,omitempty"`
 	StateBackups int    `json:"stateBackups,omitempty"`
 	Deleting     bool   `json:"deleting,omitempty"`
+	// Jobs are the object's Jobs, oldest first, in a cluster's tree.
+	Jobs []JobRow `json:"jobs,omitempty"`
 }
 
 // RunInfo is one Job run of an object.
@@ -139,12 +141,7 @@ func finishedAt(j *batchv1.Job) *time.Time {
 // off, or no check or refresh has run yet.
 func nextCheck(o object, owner *infrav1.TerraformCluster, s Settings) *time.Time {
 	st := o.w.GetWorkspaceStatus()
-	caps := o.w.Capabilities()
-	ds := decide.DriftSettings{ManagerDefault: s.DriftDefault, IntervalSeconds: o.w.GetDriftPolicy().IntervalSeconds}
-	if caps.ClusterMember && owner != nil && owner.Spec.Defaults != nil && owner.Spec.Defaults.Drift != nil {
-		ds.DefaultsIntervalSeconds = owner.Spec.Defaults.Drift.IntervalSeconds
-	}
-	iv := decide.EffectiveDriftInterval(caps, ds)
+	iv := effectiveDrift(o, owner, s)
 	if !iv.Enabled {
 		return nil
 	}
@@ -159,6 +156,18 @@ func nextCheck(o object, owner *infrav1.TerraformCluster, s Settings) *time.Time
 	}
 	next := last.Add(iv.Interval + decide.Jitter(string(o.w.GetUID()), iv.Interval))
 	return &next
+}
+
+// effectiveDrift is the object's drift interval, as the manager works it
+// out: its own, its TerraformCluster's defaults (owner, for a machine or
+// pool), or the manager's default.
+func effectiveDrift(o object, owner *infrav1.TerraformCluster, s Settings) decide.DriftInterval {
+	caps := o.w.Capabilities()
+	ds := decide.DriftSettings{ManagerDefault: s.DriftDefault, IntervalSeconds: o.w.GetDriftPolicy().IntervalSeconds}
+	if caps.ClusterMember && owner != nil && owner.Spec.Defaults != nil && owner.Spec.Defaults.Drift != nil {
+		ds.DefaultsIntervalSeconds = owner.Spec.Defaults.Drift.IntervalSeconds
+	}
+	return decide.EffectiveDriftInterval(caps, ds)
 }
 
 // waitingOn says what keeps the object from moving on, most pressing

@@ -16,9 +16,10 @@ import (
 
 func newStatusCommand(o *options) *cobra.Command {
 	var (
-		all    bool
-		output string
-		s      = Settings{DriftDefault: decide.DefaultDriftInterval}
+		all   bool
+		watch bool
+		out   = newOutputFlags()
+		s     = Settings{DriftDefault: decide.DefaultDriftInterval}
 	)
 	cmd := &cobra.Command{
 		Use:   "status [KIND/NAME]",
@@ -29,22 +30,32 @@ drift check is due, and what the object waits on (a running Job, a plan
 approval, a lost state, a dependency).
 
 Naming a TerraformCluster shows its tree instead: the cluster, its machines
-and pools, and each one's Jobs.`,
+and pools, and each one's Jobs.
+
+-o takes every output kubectl get has (json, yaml, name, jsonpath,
+go-template, custom-columns and their -file forms); each row is printed as
+an object with the apiVersion, kind, name and namespace of the object it
+shows, beside the row's fields (ready, reason, lastRun, nextCheck,
+waitingOn, ...). --watch prints the rows, then a row each time an object's
+status changes, until interrupted.`,
 		Example: `  kubectl captf status -A
   kubectl captf status -n team-a -o wide
-  kubectl captf status terraformcluster/demo -n team-a`,
+  kubectl captf status terraformcluster/demo -n team-a
+  kubectl captf status -A -o custom-columns=NAME:.metadata.name,READY:.ready,WAITING:.waitingOn
+  kubectl captf status -n team-a -o jsonpath='{.items[*].metadata.name}'
+  kubectl captf status -n team-a --watch`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "", "wide", "json", "yaml":
-			default:
-				return fmt.Errorf("unknown output format %q: use wide, json or yaml", output)
+			op, err := out.toOutput()
+			if err != nil {
+				return err
 			}
 			k, err := o.kube()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
+			var one *target
 			if len(args) == 1 {
 				if all {
 					return fmt.Errorf("name an object or use -A, not both")
@@ -53,17 +64,23 @@ and pools, and each one's Jobs.`,
 				if err != nil {
 					return err
 				}
-				return statusOne(ctx, o, k, t, output, s)
+				one = &t
 			}
 			ns := k.namespace
 			if all {
 				ns = ""
 			}
+			if watch {
+				return watchStatus(ctx, o, k, watchScope{namespace: ns, one: one, all: all}, op, s)
+			}
+			if one != nil {
+				return statusOne(ctx, o, k, *one, op, s)
+			}
 			rows, err := collectRows(ctx, k, ns, s)
 			if err != nil {
 				return err
 			}
-			if len(rows) == 0 && (output == "" || output == "wide") {
+			if len(rows) == 0 && !op.structured() {
 				where := "in namespace " + ns
 				if ns == "" {
 					where = "in any namespace"
@@ -71,23 +88,26 @@ and pools, and each one's Jobs.`,
 				fmt.Fprintf(o.streams.ErrOut, "No TerraformClusters, TerraformMachines or TerraformMachinePools %s.\n", where)
 				return nil
 			}
-			return printRows(o.streams.Out, rows, output, o.now(), all)
+			return printRows(o.streams.Out, rows, op, o.now(), all)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the objects of every namespace.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json or yaml.")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "After the rows, print a row each time an object's status changes, until interrupted.")
+	out.addFlags(cmd)
 	cmd.Flags().DurationVar(&s.DriftDefault, "drift-default-interval", s.DriftDefault, "The manager's --drift-default-interval, for estimating the next check of objects that set no interval.")
 	return cmd
 }
 
-func printRows(out io.Writer, rows []Row, output string, now time.Time, all bool) error {
-	switch output {
-	case "json", "yaml":
-		return printStructured(out, map[string]any{"items": rows}, output)
+// printRows prints rows as the output asks: the table, or a List of the
+// rows through the printer.
+func printRows(out io.Writer, rows []Row, op output, now time.Time, all bool) error {
+	if op.structured() {
+		return printRowsWith(out, op.printer, rows, true)
 	}
-	return printTable(out, rows, now, all, output == "wide")
+	return printTable(out, rows, now, all, op.wide)
 }
 
+// printStructured prints v as indented JSON or as YAML.
 func printStructured(out io.Writer, v any, output string) error {
 	if output == "json" {
 		b, err := jsonIndent(v)
@@ -141,7 +161,7 @@ func rowsFor(objs []object, js []batchv1.Job, s Settings) []Row {
 
 // statusOne shows one object: a TerraformCluster as its tree, a machine or
 // pool as one row.
-func statusOne(ctx context.Context, o *options, k *kube, t target, output string, s Settings) error {
+func statusOne(ctx context.Context, o *options, k *kube, t target, op output, s Settings) error {
 	ob, err := k.get(ctx, t)
 	if err != nil {
 		return err
@@ -152,7 +172,11 @@ func statusOne(ctx context.Context, o *options, k *kube, t target, output string
 	}
 	tc, isCluster := ob.w.(*infrav1.TerraformCluster)
 	if !isCluster {
-		return printRows(o.streams.Out, rowsFor([]object{ob}, js, s), output, o.now(), false)
+		rows := rowsFor([]object{ob}, js, s)
+		if op.structured() {
+			return printRowsWith(o.streams.Out, op.printer, rows, false)
+		}
+		return printTable(o.streams.Out, rows, o.now(), false, op.wide)
 	}
 	var members []object
 	if name := clusterName(tc); name != "" {
@@ -165,9 +189,8 @@ func statusOne(ctx context.Context, o *options, k *kube, t target, output string
 		}
 	}
 	root := treeFor(ob, members, js, s)
-	switch output {
-	case "json", "yaml":
-		return printStructured(o.streams.Out, root, output)
+	if op.structured() {
+		return printRowsWith(o.streams.Out, op.printer, root.flatten(), true)
 	}
 	return printTree(o.streams.Out, root, o.now())
 }

@@ -29,11 +29,7 @@ live one ends with its Job.
 It never edits the Lease: the backend treats a half-edited lock as corrupt.`,
 		Example: `  kubectl captf unlock terraformcluster/demo -n team-a`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := oneTarget(args)
-			if err != nil {
-				return err
-			}
-			k, err := o.kube()
+			t, k, err := o.oneObject(args)
 			if err != nil {
 				return err
 			}

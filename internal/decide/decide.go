@@ -16,7 +16,9 @@ func Decide(obs Observation) (Decision, error) {
 		return Decision{Op: OpNone}, err
 	}
 	d := newDecider(&obs)
-	return d.decide(), nil
+	dec := d.decide()
+	dec.DriftRequestAnswered = d.driftRequestAnswered()
+	return dec, nil
 }
 
 // Validate reports the first field of the Observation that Decide cannot
@@ -422,7 +424,13 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 		if from.IsZero() {
 			from = d.lastApply
 		}
-		add(ReasonDriftDue, OpDrift, jittered(from, di.Interval))
+		due := jittered(from, di.Interval)
+		if d.driftRequested() {
+			// An operator's request makes the check due now; it keeps
+			// its place in the schedule and every rule above it.
+			due = o.Now
+		}
+		add(ReasonDriftDue, OpDrift, due)
 	}
 
 	var soonest time.Time
@@ -447,6 +455,26 @@ func (d *decider) schedule(limit time.Duration, idle Reason) Decision {
 		return wait(ReasonUpToDate, 0)
 	}
 	return wait(idle, after)
+}
+
+// driftRequested: captf.io/drift-check-requested asks for a check newer
+// than the last one, on an object an apply succeeded for (a drift check
+// plans against an applied state). Drift checks off (intervalSeconds 0)
+// stay off: the book's "turns drift checks off entirely" leaves no check
+// for a request to start, and driftRequestAnswered removes it.
+func (d *decider) driftRequested() bool {
+	o := d.o
+	return !o.DriftCheckRequested.IsZero() && o.DriftCheckRequested.After(d.lastDriftCheck) && !d.lastApply.IsZero()
+}
+
+// driftRequestAnswered: a drift request is present and nothing is left to
+// run for it: a check finished after it, or drift checks are off.
+func (d *decider) driftRequestAnswered() bool {
+	o := d.o
+	if o.DriftCheckRequested.IsZero() {
+		return false
+	}
+	return !o.DriftCheckRequested.After(d.lastDriftCheck) || !EffectiveDriftInterval(o.Caps, o.Drift).Enabled
 }
 
 // startScheduled starts a refresh or drift on the inputs it runs: a

@@ -390,6 +390,9 @@ type Observation struct {
 	LastRefresh time.Time
 	// LastDriftCheck is status.lastDriftCheck.
 	LastDriftCheck time.Time
+	// DriftCheckRequested is when captf.io/drift-check-requested asked for
+	// a drift check now (zero when it is absent).
+	DriftCheckRequested time.Time
 
 	// Health is the newest health reading's module state ("" when the
 	// module gave none).
@@ -449,4 +452,9 @@ type Decision struct {
 	RequeueAfter time.Duration
 	// Job is set when Op is a Job operation.
 	Job *JobPlan
+	// DriftRequestAnswered: captf.io/drift-check-requested needs no Job
+	// any more, so the reconcile removes it: a drift check finished after
+	// it was asked for, or drift checks are off for the object. (The drift
+	// Job a request starts answers it too, when the Job is created.)
+	DriftRequestAnswered bool
 }

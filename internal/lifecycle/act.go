@@ -34,6 +34,9 @@ import (
 func (f *Flow) act(ctx context.Context, p *Pass) error {
 	d := p.Decision
 	p.facts.acted = true
+	if d.DriftRequestAnswered {
+		consumeDriftRequest(p)
+	}
 	switch {
 	case d.Op == decide.OpDropFinalizer:
 		return f.cleanup(ctx, p)
@@ -278,6 +281,8 @@ func (f *Flow) jobStarted(p *Pass, job *batchv1.Job, op infrav1.Operation) {
 		}
 	case infrav1.OperationRestore:
 		p.Status().LastRestoredSerial = d.Job.RestoreSerial
+	case infrav1.OperationDrift:
+		consumeDriftRequest(p)
 	}
 }
 

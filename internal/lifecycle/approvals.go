@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,5 +115,37 @@ func (f *Flow) recordPlanPreview(p *Pass, job *batchv1.Job, c *jobs.Classificati
 func forgetRestore(p *Pass) {
 	if _, ok := p.Obj.GetAnnotations()[infrav1.RestoreStateAnnotation]; !ok && p.Status().LastRestoredSerial != 0 {
 		p.Status().LastRestoredSerial = 0
+	}
+}
+
+// requestedAt is when a one-shot request annotation (captf.io/reconcile-requested,
+// captf.io/drift-check-requested) asked: its RFC 3339 time, or the pass's
+// own time for any other value (present is asked); zero when it is absent.
+func requestedAt(p *Pass, key string) time.Time {
+	v, ok := p.Obj.GetAnnotations()[key]
+	if !ok {
+		return time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t
+	}
+	return p.Now
+}
+
+// consumeReconcileRequest removes captf.io/reconcile-requested once a pass
+// ran to its end: the request asked for a pass and got one. It goes in the
+// pass's one patch.
+func consumeReconcileRequest(p *Pass) {
+	if v, ok := p.Obj.GetAnnotations()[infrav1.ReconcileRequestedAnnotation]; ok {
+		removeAnnotationIf(p, infrav1.ReconcileRequestedAnnotation, v)
+	}
+}
+
+// consumeDriftRequest removes captf.io/drift-check-requested once it is
+// answered: by the drift Job it started, by a check that finished after it,
+// or because drift checks are off.
+func consumeDriftRequest(p *Pass) {
+	if v, ok := p.Obj.GetAnnotations()[infrav1.DriftCheckRequestedAnnotation]; ok {
+		removeAnnotationIf(p, infrav1.DriftCheckRequestedAnnotation, v)
 	}
 }

@@ -91,6 +91,7 @@ func (f *Flow) observe(p *Pass) decide.Observation {
 	if s.LastDriftCheck != nil {
 		obs.LastDriftCheck = s.LastDriftCheck.Time
 	}
+	obs.DriftCheckRequested = requestedAt(p, infrav1.DriftCheckRequestedAnnotation)
 	if c := p.Condition(infrav1.DriftDetectedCondition); c != nil && c.Status == metav1ConditionTrue {
 		obs.DriftFound = true
 	}

@@ -114,6 +114,9 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	}
 	p.snap = snap
 	defer func() {
+		if retErr == nil {
+			consumeReconcileRequest(p)
+		}
 		if err := f.patchStatus(ctx, p, retErr == nil); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}

@@ -32,6 +32,25 @@ var plugin struct {
 // user (impersonated) when user is not "". It returns stdout and stderr.
 func (w *world) captf(ctx context.Context, user string, args ...string) (string, string, error) {
 	w.t.Helper()
+	return w.kubectl(ctx, user, append([]string{"captf"}, args...)...)
+}
+
+// kubectl runs the pinned kubectl with args, with kubectl-captf on PATH,
+// as the admin or as user (impersonated).
+func (w *world) kubectl(ctx context.Context, user string, args ...string) (string, string, error) {
+	w.t.Helper()
+	cmd := w.kubectlCommand(ctx, user, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	w.t.Logf("%s: exit %v\n%s%s", strings.Join(cmd.Args, " "), err, stdout.String(), stderr.String())
+	return stdout.String(), stderr.String(), err
+}
+
+// kubectlCommand is the pinned kubectl with args, kubectl-captf (built
+// once for the package) on PATH and the environment's kubeconfig.
+func (w *world) kubectlCommand(ctx context.Context, user string, args ...string) *exec.Cmd {
+	w.t.Helper()
 	plugin.once.Do(func() {
 		if plugin.kubectl, plugin.err = tools.Path("kubectl"); plugin.err != nil {
 			return
@@ -45,21 +64,16 @@ func (w *world) captf(ctx context.Context, user string, args ...string) (string,
 	if plugin.err != nil {
 		w.t.Fatalf("kubectl captf: %v", plugin.err)
 	}
-	argv := append([]string{"captf"}, args...)
 	if user != "" {
-		argv = append(argv, "--as", user)
+		args = append(args, "--as", user)
 	}
-	cmd := exec.CommandContext(ctx, plugin.kubectl, argv...)
+	cmd := exec.CommandContext(ctx, plugin.kubectl, args...)
 	cmd.Env = []string{
 		"PATH=" + plugin.dir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"KUBECONFIG=" + w.e.KubeconfigPath,
 		"HOME=" + w.t.TempDir(),
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	w.t.Logf("kubectl %s: exit %v\n%s%s", strings.Join(argv, " "), err, stdout.String(), stderr.String())
-	return stdout.String(), stderr.String(), err
+	return cmd
 }
 
 // mustCaptf is captf failing the test on a non-zero exit.
@@ -74,13 +88,14 @@ func (w *world) mustCaptf(ctx context.Context, user string, args ...string) stri
 
 // operatorRole binds user, in ns only, to what the plugin needs (book:
 // Security Model, the operator's role): read and patch the Terraform*
-// objects, read Jobs, pods and pod logs. No Secrets, nothing cluster-wide.
+// objects (and watch them, for status --watch), read Jobs, pods and pod
+// logs. No Secrets, nothing cluster-wide.
 func (w *world) operatorRole(ctx context.Context, ns, user string) {
 	w.t.Helper()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "captf-operator"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusters", "terraformmachines", "terraformmachinepools"}, Verbs: []string{"get", "list", "patch"}},
+			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusters", "terraformmachines", "terraformmachinepools"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}},
 		},
