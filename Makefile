@@ -1,7 +1,7 @@
 # CAPTF — Cluster API Provider Terraform.
 #
 # Third-party binaries (kube-apiserver, etcd, OpenTofu, Terraform, Cluster API,
-# controller-gen, kustomize, staticcheck) are built from their Go modules at pinned
+# controller-gen, kustomize, staticcheck, promtool) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
 # machine pays for them.
