@@ -1,7 +1,7 @@
 # CAPTF — Cluster API Provider Terraform.
 #
 # Third-party binaries (kube-apiserver, etcd, OpenTofu, Terraform, Cluster API,
-# controller-gen, kustomize, staticcheck) are built from their Go modules at pinned
+# controller-gen, kustomize, staticcheck, promtool) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
 # machine pays for them.
@@ -175,11 +175,13 @@ lint-docs-prose: ## Not done here: no prose linter is packaged for this machine;
 	@echo "lint-docs-prose: no prose linter; run make verify-docs"
 
 .PHONY: promtool-check
-promtool-check: ## Check the alert rules with test/verify's parser (TestDocsAlertRules); Prometheus' own promtool is not among the pinned tools.
+promtool-check: ## Check the alert rules with the pinned promtool (check rules, linter included), and their metrics and runbooks against the code and the book.
+	go test -count=1 -v -run 'TestPrometheusRulesCheck' ./config/
 	go test -count=1 -run 'TestDocsAlertRules' ./test/verify/
 
 .PHONY: promtool-test
-promtool-test: promtool-check ## Does not apply until promtool is pinned: the rules have no promtool unit tests; runs promtool-check.
+promtool-test: ## Run promtool's unit tests of every alert (config/prometheus/tests): each fires on series that should fire it and stays silent on near misses.
+	go test -count=1 -v -run 'TestPrometheusRulesUnitTests' ./config/
 
 ##@ Test
 

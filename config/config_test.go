@@ -706,7 +706,7 @@ func (b *lockedBuffer) close() {
 }
 
 // The shipped files are the ones kustomize reads: nothing under config/
-// but YAML, this test and doc.go.
+// but YAML, the Grafana dashboard's JSON, these tests and doc.go.
 func TestConfigHoldsOnlyManifests(t *testing.T) {
 	err := filepath.WalkDir(filepath.Join(root, "config"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -715,6 +715,10 @@ func TestConfigHoldsOnlyManifests(t *testing.T) {
 		switch filepath.Ext(p) {
 		case ".yaml", ".go":
 			return nil
+		case ".json":
+			if p == filepath.Join(root, "config", "prometheus", "dashboard.json") {
+				return nil
+			}
 		}
 		t.Errorf("unexpected file %s", p)
 		return nil
@@ -745,7 +749,8 @@ func renderWithPrometheus(t *testing.T) []*unstructured.Unstructured {
 
 // TestPrometheusComponent: config/prometheus adds the metrics Service on
 // 8443 selecting the manager's pod and port, a ServiceMonitor scraping it
-// over HTTPS (insecureSkipVerify), the alert rules as a PrometheusRule, and
+// over HTTPS (insecureSkipVerify), the alert rules as a PrometheusRule, the
+// Grafana dashboard as a ConfigMap for Grafana's sidecar, and
 // captf-metrics-reader bound to monitoring/prometheus-k8s (reference-facts
 // §3), which the API server's authorizer lets get /metrics and nothing else.
 func TestPrometheusComponent(t *testing.T) {
@@ -765,8 +770,9 @@ func TestPrometheusComponent(t *testing.T) {
 		rule    = "PrometheusRule captf-system/captf-alerts"
 		service = "Service captf-system/captf-controller-manager-metrics"
 		monitor = "ServiceMonitor captf-system/captf-controller-manager-metrics"
+		board   = "ConfigMap captf-system/captf-dashboard"
 	)
-	if !sameKeys(t, "the component adds", added, []string{role, binding, rule, service, monitor}) {
+	if !sameKeys(t, "the component adds", added, []string{role, binding, board, rule, service, monitor}) {
 		t.FailNow()
 	}
 
@@ -809,6 +815,14 @@ func TestPrometheusComponent(t *testing.T) {
 	skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
 	if ep["port"] != sp.Name || ep["scheme"] != "https" || ep["path"] != "/metrics" || !skip || ep["bearerTokenFile"] == nil {
 		t.Errorf("ServiceMonitor endpoint %v: want port %q, https, /metrics, a bearer token and insecureSkipVerify", ep, sp.Name)
+	}
+	dashboard, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := byKey[board]
+	if got, _, _ := unstructured.NestedString(cm.Object, "data", "captf.json"); got != string(dashboard) || cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("the ConfigMap %s does not hold dashboard.json as captf.json with the label grafana_dashboard=1 (labels %v)", board, cm.GetLabels())
 	}
 	if groups, _, _ := unstructured.NestedSlice(byKey[rule].Object, "spec", "groups"); len(groups) != 1 {
 		t.Errorf("the PrometheusRule has %d groups, want the one group captf", len(groups))

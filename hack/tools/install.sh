@@ -7,7 +7,7 @@
 # A tool already in the cache is reused, so only the first run on a machine
 # pays for the build. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators staticcheck kubernetes kubectl etcd opentofu terraform openstack clusterapi certmanager certmanager-manifest all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck promtool kubernetes kubectl etcd opentofu terraform openstack clusterapi certmanager certmanager-manifest all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -178,12 +178,27 @@ staticcheck() {
 	build staticcheck staticcheck "$v" "" honnef.co/go/tools/cmd/staticcheck=staticcheck
 }
 
+# promtool: Prometheus's rule checker and rule unit-test runner, and
+# promql-metrics (CAPTF's, hack/tools/prometheus/promql-metrics), which parses
+# PromQL with the same parser and names the metrics an expression reads.
+# Prometheus's Go module v0.3MM.P is its release 3.MM.P, the version promtool
+# reports.
+promtool() {
+	local v release
+	v=$(version prometheus github.com/prometheus/prometheus)
+	release=${v#v0.}
+	release=${release:0:1}.$((10#${release:1:2})).${release#*.}
+	build prometheus promtool "$v" "-X github.com/prometheus/common/version.Version=$release" \
+		github.com/prometheus/prometheus/cmd/promtool=promtool \
+		./promql-metrics=promql-metrics
+}
+
 [[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | certmanager | generators | staticcheck) "$tool" ;;
+	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | certmanager | generators | staticcheck | promtool) "$tool" ;;
 	certmanager-manifest) certmanager_manifest ;;
-	all) generators; staticcheck; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi; certmanager; certmanager_manifest ;;
+	all) generators; staticcheck; promtool; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi; certmanager; certmanager_manifest ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

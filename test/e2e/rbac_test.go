@@ -66,7 +66,7 @@ var managerRBACExceptions = exceptions(
 
 		{Resource: "namespaces", Verb: "get"}:                                          "an identity whose allowedNamespaces has a selector: the manager reads the object's Namespace labels (uncached); the Quick Start's identity lists no selector",
 		{Resource: "configmaps", Verb: "get"}:                                          "a variablesFrom ConfigMap's values, read uncached when the inputs render; the bring-up has no ConfigMap source",
-		{Resource: "serviceaccounts", Verb: "get"}:                                     "an override runner ServiceAccount (spec.jobs.serviceAccountName) that is not cached (no captf.io/managed label), read uncached",
+		{Resource: "serviceaccounts", Verb: "get"}:                                     "an override runner ServiceAccount (spec.jobs.serviceAccountName) that is not cached (no captf.io/managed label), read uncached; and the ServiceAccount a TerraformMachineTemplate's Jobs run as, read uncached by image inspection for its pull Secrets (the bring-up has no template)",
 		{Resource: "serviceaccounts", Verb: "patch"}:                                   "labeling a captf-runner ServiceAccount the user created captf.io/managed=true; the bring-up's namespace has none",
 		{Resource: "serviceaccounts", Verb: "delete"}:                                  "the orphan sweep, at the leader's start and every --sync-period (10 minutes), in a namespace left with no Terraform objects",
 		{Group: rbacv1.GroupName, Resource: "rolebindings", Verb: "update"}:            "the runner RoleBinding's subjects change when an object names another runner ServiceAccount",

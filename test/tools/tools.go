@@ -1,5 +1,5 @@
 // Package tools finds the pinned third-party binaries (kube-apiserver, etcd,
-// kube-controller-manager, tofu, terraform, Cluster API managers) that CAPTF's tests and
+// kube-controller-manager, tofu, terraform, Cluster API managers, promtool) that CAPTF's tests and
 // local environment run. They are built from source by hack/tools/install.sh
 // into ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools on first use and reused
 // afterwards.
@@ -40,6 +40,8 @@ var toolOf = map[string]string{
 	"controller-gen":                "generators",
 	"kustomize":                     "generators",
 	"staticcheck":                   "staticcheck",
+	"promtool":                      "promtool",
+	"promql-metrics":                "promtool",
 }
 
 var (

@@ -100,8 +100,8 @@ func docsSectionText(page, anchor string) string {
 
 // TestDocsAlertRules: config/prometheus/rules.yaml is a PrometheusRule
 // whose spec parses strictly as a plain rule file with one group captf holding the 11 alerts; each alert's severity and for
-// match the observability page's table; every metric an expression reads is
-// registered; the table's "Fires today" says whether every captf_* metric
+// match the observability page's table; every expression parses as PromQL
+// (Prometheus's parser) and every metric its selectors read is registered; the table's "Fires today" says whether every captf_* metric
 // the alert reads is recorded; each alert has a section whose anchor is its
 // name in lower case, which its runbook_url points at and which links to a
 // runbook that exists.
@@ -164,10 +164,18 @@ func TestDocsAlertRules(t *testing.T) {
 	}
 	registered := docsAllMetricNames(t)
 	anchors := docsAnchors(obs)
-	for _, rule := range rules {
+	exprs := make([]string, len(rules))
+	for i, rule := range rules {
+		exprs[i] = rule.Expr
+	}
+	parsed := promqlParse(t, exprs)
+	for i, rule := range rules {
 		a := rule.Alert
 		if rule.Expr == "" {
 			t.Errorf("%s has no expression", a)
+		}
+		if parsed[i].Error != "" {
+			t.Errorf("%s's expression is not PromQL: %s", a, parsed[i].Error)
 		}
 		got, ok := table[a]
 		if !ok {
@@ -185,7 +193,7 @@ func TestDocsAlertRules(t *testing.T) {
 			}
 		}
 		fires := "yes"
-		for _, m := range docsMetricToken.FindAllString(rule.Expr, -1) {
+		for _, m := range parsed[i].Metrics {
 			base := docsMetricBase(m, registered)
 			if !registered[base] {
 				t.Errorf("%s reads %s, which the manager does not register", a, m)

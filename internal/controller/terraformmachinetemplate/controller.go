@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
@@ -50,7 +51,8 @@ type Options struct {
 	// Concurrency is the number of workers (default 1). At most
 	// MaxConcurrentInspections of them read from registries at once.
 	Concurrency int
-	// Live reads image pull Secrets (default mgr.GetAPIReader()).
+	// Live reads image pull Secrets and the runner ServiceAccount (default
+	// mgr.GetAPIReader()).
 	Live client.Reader
 	// Recorder emits the events (default mgr.GetEventRecorder("captf.io/manager")).
 	Recorder events.EventRecorder
@@ -182,8 +184,12 @@ func (r *Reconciler) resolve(ctx context.Context, t *infrav1.TerraformMachineTem
 	if j := t.Spec.Template.Spec.Jobs; j != nil {
 		pullSecrets = j.ImagePullSecrets
 	}
+	// The ServiceAccount a machine made from the template runs its Jobs as
+	// when it sets one (spec.jobs.serviceAccountName), else captf-runner:
+	// the kubelet adds that account's image pull Secrets to the pod's.
+	sa := identity.ServiceAccountFor(&infrav1.TerraformMachine{Spec: t.Spec.Template.Spec}, nil)
 	secretsCtx, cancel := context.WithTimeout(ctx, r.Timeout)
-	kc, err := PullSecretKeychain(secretsCtx, r.Live, t.Namespace, pullSecrets)
+	kc, err := Keychain(secretsCtx, r.Live, t.Namespace, sa, pullSecrets)
 	cancel()
 	if err != nil {
 		return Resolution{}, asInspectError(err)

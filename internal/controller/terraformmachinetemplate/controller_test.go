@@ -317,6 +317,16 @@ func TestTemplateCapacity(t *testing.T) {
 		eventReasons(t, c, ns, "private")
 	})
 
+	t.Run("a private registry's credentials on the ServiceAccount the Jobs run as", func(t *testing.T) {
+		create(t, c, dockerConfigSecret(ns, "builder-pull", private.host, regUser, regPass))
+		create(t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder"},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "builder-pull"}}})
+		tmt := template(ns, "private-sa", privateRef)
+		tmt.Spec.Template.Spec.Jobs = &infrav1.JobPolicy{ServiceAccountName: "builder"}
+		create(t, c, tmt)
+		envtest.Eventually(t, 60*time.Second, "resolved with the ServiceAccount's pull Secret", condIs(c, ns, "private-sa", metav1.ConditionTrue, infrav1.CapacityResolvedReason))
+	})
+
 	t.Run("a resolved template is not read or written again", func(t *testing.T) {
 		tmt, _ := get(c, ns, "plain")
 		rv := tmt.ResourceVersion

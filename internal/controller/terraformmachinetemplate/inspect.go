@@ -1,9 +1,7 @@
 package terraformmachinetemplate
 
 import (
-	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/authn/k8schain"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -395,14 +394,57 @@ func withoutBody(te *transport.Error) error {
 	return re
 }
 
-// PullSecretKeychain builds a keychain from the image pull Secrets named
-// in namespace, read through r, in order: the first Secret with an entry
-// for a registry wins, and a registry none of them names is reached
-// anonymously. A Secret that does not exist is skipped, as the kubelet
-// skips it; one that cannot be read or parsed is an error naming it (never
-// its content).
-func PullSecretKeychain(ctx context.Context, r client.Reader, namespace string, refs []corev1.LocalObjectReference) (authn.Keychain, error) {
-	kc := &pullSecrets{}
+// Keychain builds the keychain an inspection reads the image with, from the
+// credential sources the kubelet would use to pull it for the template's
+// Jobs, through go-containerregistry's Kubernetes keychain (k8schain): the
+// image pull Secrets named in namespace (the template's
+// spec.template.spec.jobs.imagePullSecrets), then those of the ServiceAccount
+// the Jobs run as, then the manager's own docker config and the cloud
+// registries' credential helpers (Amazon ECR, Google Container and Artifact
+// Registry, Azure Container Registry), each of which answers only for its
+// own registries. Entries match as the kubelet matches them: the longest
+// matching key wins, a key's path must prefix the repository's, and a
+// wildcard host (*.registry.example.com) matches one DNS label. A registry
+// nothing names is reached anonymously.
+//
+// Secrets and the ServiceAccount are read through r. One that does not
+// exist is skipped, as the kubelet skips it; one that cannot be read, or a
+// Secret that is not a docker config of its type, is an error naming it
+// (never its content).
+func Keychain(ctx context.Context, r client.Reader, namespace, serviceAccount string, refs []corev1.LocalObjectReference) (authn.Keychain, error) {
+	secrets, err := pullSecrets(ctx, r, namespace, refs)
+	if err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: serviceAccount}, sa); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, &InspectError{Reason: metrics.InspectAuth, Err: fmt.Errorf("failed to read the runner ServiceAccount %s/%s: %w", namespace, serviceAccount, err)}
+	default:
+		own, err := pullSecrets(ctx, r, namespace, sa.ImagePullSecrets)
+		if err != nil {
+			return nil, err
+		}
+		secrets = append(secrets, own...)
+	}
+	kc, err := k8schain.NewFromPullSecrets(ctx, secrets)
+	if err != nil {
+		// pullSecrets parsed each Secret already; say which ones, not why.
+		names := make([]string, len(secrets))
+		for i, s := range secrets {
+			names[i] = namespace + "/" + s.Name
+		}
+		return nil, &InspectError{Reason: metrics.InspectAuth, Err: fmt.Errorf("the image pull Secrets %s cannot be used as docker configs", strings.Join(names, ", "))}
+	}
+	return kc, nil
+}
+
+// pullSecrets reads the docker config Secrets refs name in namespace,
+// skipping those that do not exist, and checks each is one the kubelet
+// would use.
+func pullSecrets(ctx context.Context, r client.Reader, namespace string, refs []corev1.LocalObjectReference) ([]corev1.Secret, error) {
+	var out []corev1.Secret
 	for _, ref := range refs {
 		s := &corev1.Secret{}
 		if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, s); err != nil {
@@ -411,128 +453,40 @@ func PullSecretKeychain(ctx context.Context, r client.Reader, namespace string, 
 			}
 			return nil, &InspectError{Reason: metrics.InspectAuth, Err: fmt.Errorf("failed to read image pull Secret %s/%s: %w", namespace, ref.Name, err)}
 		}
-		entries, err := dockerEntries(s)
-		if err != nil {
+		if err := checkDockerConfig(s); err != nil {
 			return nil, &InspectError{Reason: metrics.InspectAuth, Err: fmt.Errorf("image pull Secret %s/%s: %w", namespace, ref.Name, err)}
 		}
-		kc.entries = append(kc.entries, entries...)
+		out = append(out, *s)
 	}
-	return kc, nil
-}
-
-type pullSecrets struct{ entries []dockerEntry }
-
-type dockerEntry struct {
-	// host is the registry host; path an optional repository prefix.
-	host, path string
-	auth       authn.AuthConfig
-}
-
-// Resolve picks the first entry for the resource's registry whose path,
-// if any, prefixes the repository.
-func (k *pullSecrets) Resolve(res authn.Resource) (authn.Authenticator, error) {
-	reg := canonicalHost(res.RegistryStr())
-	repo := strings.TrimPrefix(res.String(), res.RegistryStr())
-	repo = strings.TrimPrefix(repo, "/")
-	for _, e := range k.entries {
-		if e.host != reg {
-			continue
-		}
-		if e.path != "" && repo != e.path && !strings.HasPrefix(repo, e.path+"/") {
-			continue
-		}
-		return authn.FromConfig(e.auth), nil
-	}
-	return authn.Anonymous, nil
-}
-
-// dockerAuth is one entry of a docker config file.
-type dockerAuth struct {
-	Username      string `json:"username"`
-	Password      string `json:"password"`
-	Auth          string `json:"auth"`
-	IdentityToken string `json:"identitytoken"`
-	RegistryToken string `json:"registrytoken"`
-}
-
-// dockerEntries reads a kubernetes.io/dockerconfigjson (.dockerconfigjson)
-// or kubernetes.io/dockercfg (.dockercfg) Secret.
-func dockerEntries(s *corev1.Secret) ([]dockerEntry, error) {
-	var auths map[string]dockerAuth
-	if raw, ok := s.Data[corev1.DockerConfigJsonKey]; ok {
-		var cfg struct {
-			Auths map[string]dockerAuth `json:"auths"`
-		}
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			return nil, fmt.Errorf("key %s is not a docker config", corev1.DockerConfigJsonKey)
-		}
-		auths = cfg.Auths
-	} else if raw, ok := s.Data[corev1.DockerConfigKey]; ok {
-		if err := json.Unmarshal(raw, &auths); err != nil {
-			return nil, fmt.Errorf("key %s is not a docker config", corev1.DockerConfigKey)
-		}
-	} else {
-		return nil, fmt.Errorf("has neither %s nor %s", corev1.DockerConfigJsonKey, corev1.DockerConfigKey)
-	}
-	// Longer (more specific) paths first, then by host and path.
-	keys := make([]string, 0, len(auths))
-	for k := range auths {
-		keys = append(keys, k)
-	}
-	out := make([]dockerEntry, 0, len(keys))
-	for _, k := range keys {
-		a := auths[k]
-		host, path := splitServer(k)
-		if host == "" {
-			continue
-		}
-		cfg := authn.AuthConfig{Username: a.Username, Password: a.Password, IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}
-		if a.Auth != "" && cfg.Username == "" {
-			dec, err := base64.StdEncoding.DecodeString(a.Auth)
-			if err != nil {
-				return nil, fmt.Errorf("the auth field of registry %s is not base64", host)
-			}
-			user, pass, ok := strings.Cut(string(dec), ":")
-			if !ok {
-				return nil, fmt.Errorf("the auth field of registry %s is not user:password", host)
-			}
-			cfg.Username, cfg.Password = user, pass
-		}
-		out = append(out, dockerEntry{host: host, path: path, auth: cfg})
-	}
-	sortEntries(out)
 	return out, nil
 }
 
-func sortEntries(es []dockerEntry) {
-	slices.SortFunc(es, func(a, b dockerEntry) int {
-		if len(a.path) != len(b.path) {
-			return len(b.path) - len(a.path)
-		}
-		return cmp.Or(strings.Compare(a.host, b.host), strings.Compare(a.path, b.path))
-	})
-}
-
-// splitServer turns a docker config key ("https://index.docker.io/v1/",
-// "registry.example.com:5000/team") into a canonical host and a repository
-// path prefix.
-func splitServer(key string) (host, path string) {
-	k := strings.TrimSpace(key)
-	k = strings.TrimPrefix(k, "https://")
-	k = strings.TrimPrefix(k, "http://")
-	host, path, _ = strings.Cut(k, "/")
-	path = strings.Trim(path, "/")
-	if path == "v1" || path == "v2" {
-		path = ""
+// checkDockerConfig reports why s is no docker config the kubelet reads: a
+// kubernetes.io/dockerconfigjson Secret with .dockerconfigjson, or a
+// kubernetes.io/dockercfg one with .dockercfg, whose auth fields decode.
+// The parser's own errors can quote the Secret's bytes, so they are not
+// passed on.
+func checkDockerConfig(s *corev1.Secret) error {
+	var key string
+	var want corev1.SecretType
+	var cfg any
+	switch {
+	case s.Data[corev1.DockerConfigJsonKey] != nil:
+		key, want = corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson
+		cfg = &struct {
+			Auths map[string]authn.AuthConfig `json:"auths"`
+		}{}
+	case s.Data[corev1.DockerConfigKey] != nil:
+		key, want = corev1.DockerConfigKey, corev1.SecretTypeDockercfg
+		cfg = &map[string]authn.AuthConfig{}
+	default:
+		return fmt.Errorf("has neither %s nor %s", corev1.DockerConfigJsonKey, corev1.DockerConfigKey)
 	}
-	return canonicalHost(host), path
-}
-
-func canonicalHost(h string) string {
-	h = strings.ToLower(h)
-	switch h {
-	case "docker.io", "registry-1.docker.io", "index.docker.io":
-		return name.DefaultRegistry
+	if json.Unmarshal(s.Data[key], cfg) != nil {
+		return fmt.Errorf("key %s is not a docker config (or an auth field in it is not base64 of user:password)", key)
 	}
-	return h
+	if s.Type != want {
+		return fmt.Errorf("has the key %s but the type %q, not %s, so the kubelet ignores it", key, s.Type, want)
+	}
+	return nil
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,10 +21,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
@@ -95,7 +101,7 @@ func dockerConfigSecret(namespace, secretName, server, user, pass string) *corev
 	}
 }
 
-func fakeReader(t *testing.T, objs ...*corev1.Secret) *fake.ClientBuilder {
+func fakeReader(t *testing.T, objs ...client.Object) *fake.ClientBuilder {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -149,7 +155,7 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 	in := &Inspector{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, AllowPrivate: true}
 
 	t.Run("without credentials the registry refuses: auth", func(t *testing.T) {
-		kc, err := PullSecretKeychain(ctx, fakeReader(t).Build(), "ns", nil)
+		kc, err := Keychain(ctx, fakeReader(t).Build(), "ns", "captf-runner", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +170,7 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 	})
 	t.Run("the pull Secret's credentials are used; a missing Secret is skipped", func(t *testing.T) {
 		r := fakeReader(t, dockerConfigSecret("ns", "pull", "http://"+private.host, regUser, regPass)).Build()
-		kc, err := PullSecretKeychain(ctx, r, "ns", []corev1.LocalObjectReference{{Name: "absent"}, {Name: "pull"}})
+		kc, err := Keychain(ctx, r, "ns", "captf-runner", []corev1.LocalObjectReference{{Name: "absent"}, {Name: "pull"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +184,7 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 	})
 	t.Run("wrong credentials: auth, and the error never names the password", func(t *testing.T) {
 		r := fakeReader(t, dockerConfigSecret("ns", "pull", private.host, regUser, "wrong-"+regPass)).Build()
-		kc, err := PullSecretKeychain(ctx, r, "ns", []corev1.LocalObjectReference{{Name: "pull"}})
+		kc, err := Keychain(ctx, r, "ns", "captf-runner", []corev1.LocalObjectReference{{Name: "pull"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,22 +200,90 @@ func TestPullSecretsAuthenticate(t *testing.T) {
 	t.Run("a pull Secret that is not a docker config is an error naming it, not its content", func(t *testing.T) {
 		bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "ns"},
 			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(regPass)}}
-		_, err := PullSecretKeychain(ctx, fakeReader(t, bad).Build(), "ns", []corev1.LocalObjectReference{{Name: "bad"}})
+		_, err := Keychain(ctx, fakeReader(t, bad).Build(), "ns", "captf-runner", []corev1.LocalObjectReference{{Name: "bad"}})
 		if err == nil || !strings.Contains(err.Error(), "ns/bad") || strings.Contains(err.Error(), regPass) {
 			t.Fatalf("error %v", err)
 		}
 	})
+	t.Run("a pull Secret whose type is not its key's is an error saying the kubelet ignores it", func(t *testing.T) {
+		opaque := dockerConfigSecret("ns", "opaque", private.host, regUser, regPass)
+		opaque.Type = corev1.SecretTypeOpaque
+		_, err := Keychain(ctx, fakeReader(t, opaque).Build(), "ns", "captf-runner", []corev1.LocalObjectReference{{Name: "opaque"}})
+		var ie *InspectError
+		if !errors.As(err, &ie) || ie.Reason != metrics.InspectAuth || !strings.Contains(err.Error(), "ns/opaque") ||
+			!strings.Contains(err.Error(), "the kubelet ignores it") || strings.Contains(err.Error(), regPass) {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("the runner ServiceAccount's image pull Secrets are used", func(t *testing.T) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "captf-runner", Namespace: "ns"},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "absent"}, {Name: "sa-pull"}}}
+		r := fakeReader(t, sa, dockerConfigSecret("ns", "sa-pull", private.host, regUser, regPass)).Build()
+		kc, err := Keychain(ctx, r, "ns", "captf-runner", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Labels(ctx, ref, kc); err != nil {
+			t.Fatal(err)
+		}
+		// Another ServiceAccount's Secrets are not the Jobs'.
+		kc, err = Keychain(ctx, r, "ns", "other", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Labels(ctx, ref, kc); err == nil {
+			t.Fatal("the Secrets of a ServiceAccount the Jobs do not run as authenticated")
+		}
+	})
+	t.Run("a ServiceAccount that cannot be read is an auth error naming it", func(t *testing.T) {
+		r := fakeReader(t).WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.ServiceAccount); ok {
+					return apierrors.NewForbidden(corev1.Resource("serviceaccounts"), key.Name, errors.New("no grant"))
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		}).Build()
+		_, err := Keychain(ctx, r, "ns", "captf-runner", nil)
+		var ie *InspectError
+		if !errors.As(err, &ie) || ie.Reason != metrics.InspectAuth || !strings.Contains(err.Error(), "ServiceAccount ns/captf-runner") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("the manager's docker config is a credential source after the Secrets", func(t *testing.T) {
+		dir := t.TempDir()
+		auth := base64.StdEncoding.EncodeToString([]byte(regUser + ":" + regPass))
+		cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{private.host: map[string]string{"auth": auth}}})
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("DOCKER_CONFIG", dir)
+		kc, err := Keychain(ctx, fakeReader(t).Build(), "ns", "captf-runner", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Labels(ctx, ref, kc); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
+// TestKeychainMatching: pull Secret entries match image references as the
+// kubelet matches them.
 func TestKeychainMatching(t *testing.T) {
-	entries := func(servers ...string) *pullSecrets {
-		k := &pullSecrets{}
-		for i, s := range servers {
-			h, p := splitServer(s)
-			k.entries = append(k.entries, dockerEntry{host: h, path: p, auth: authn.AuthConfig{Username: string(rune('a' + i))}})
+	entries := func(servers ...string) authn.Keychain {
+		var objs []client.Object
+		var refs []corev1.LocalObjectReference
+		for i, server := range servers {
+			name := fmt.Sprintf("pull-%d", i)
+			objs = append(objs, dockerConfigSecret("ns", name, server, string(rune('a'+i)), "p"))
+			refs = append(refs, corev1.LocalObjectReference{Name: name})
 		}
-		sortEntries(k.entries)
-		return k
+		kc, err := Keychain(context.Background(), fakeReader(t, objs...).Build(), "ns", "captf-runner", refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kc
 	}
 	for _, c := range []struct {
 		name    string
@@ -221,7 +295,10 @@ func TestKeychainMatching(t *testing.T) {
 		{"a host key matches any repository of that host", []string{"registry.example.com"}, "registry.example.com/team/machine:v1", "a"},
 		{"a host:port key matches only that port", []string{"registry.example.com:5000"}, "registry.example.com/team/machine:v1", ""},
 		{"a path key is preferred over a host key", []string{"registry.example.com", "registry.example.com/team"}, "registry.example.com/team/machine:v1", "b"},
-		{"a path key does not match a sibling path", []string{"registry.example.com/team"}, "registry.example.com/teamx/machine:v1", ""},
+		{"a path key matches the repositories it prefixes, as the kubelet's does", []string{"registry.example.com/team"}, "registry.example.com/team/machine:v1", "a"},
+		{"a path key does not match another path", []string{"registry.example.com/team"}, "registry.example.com/other/machine:v1", ""},
+		{"a wildcard host matches one DNS label", []string{"*.example.com"}, "registry.example.com/team/machine:v1", "a"},
+		{"a wildcard host does not match two labels", []string{"*.example.com"}, "eu.registry.example.com/team/machine:v1", ""},
 		{"another registry is reached anonymously", []string{"registry.example.com"}, "other.example.com/machine:v1", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
