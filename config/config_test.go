@@ -267,8 +267,8 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 // clusterctl.cluster.x-k8s.io label to every component it installs.)
 func TestCRDsCarryWhatClusterctlMoveReads(t *testing.T) {
 	crds := decode(t, render(t, filepath.Join(root, "config", "crd")))
-	if len(crds) != 7 {
-		t.Fatalf("%d CRDs rendered, want 7", len(crds))
+	if len(crds) != 8 {
+		t.Fatalf("%d CRDs rendered, want 8", len(crds))
 	}
 	for _, u := range crds {
 		l := u.GetLabels()
