@@ -277,6 +277,11 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	if plan := f.consumeRequests(p, job, op, c); plan != nil {
 		res.plan = plan
 	}
+	if reason, ok := planReasonOf(op, c, res.plan); ok {
+		if err := f.writePlanRecord(ctx, p, job, c, reason); err != nil {
+			return err
+		}
+	}
 	p.facts.results = append(p.facts.results, res)
 
 	// The per-run Secret goes once the result is read; that also gives back
