@@ -15,6 +15,7 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // KeepFinishedPlans is how many finished TerraformPlans (Applied,
@@ -125,12 +126,8 @@ func orDash(s string) string {
 	return s
 }
 
-func clampNote(s string) string {
-	if len(s) > 1000 {
-		return s[:1000]
-	}
-	return s
-}
+// clampNote keeps a note within spec.note's 1024 characters.
+func clampNote(s string) string { return text.Truncate(s, 1000) }
 
 // planFacts are what a record's phase is decided from.
 type planFacts struct {

@@ -9,12 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
 )
 
 // PlanBounds bound a plan's change list.
@@ -204,7 +204,7 @@ func (w *walker) path(p string) string {
 		p = "(value)"
 	}
 	if len(p) > w.bounds.Path {
-		p = cut(p, w.bounds.Path-len("…")) + "…"
+		p = text.Truncate(p, w.bounds.Path-len("…")) + "…"
 	}
 	return p
 }
@@ -272,23 +272,10 @@ func render(v any, limit int, truncated *bool) *string {
 	}
 	s := strings.TrimSuffix(buf.String(), "\n")
 	if len(s) > limit {
-		s = cut(s, limit-len("…")) + "…"
+		s = text.Truncate(s, limit-len("…")) + "…"
 		*truncated = true
 	}
 	return &s
-}
-
-func cut(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func ptrTo(s string) *string { return &s }
