@@ -10,15 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 )
 
-// planSecretTimeout bounds writing the plan detail Secret.
+// planSecretTimeout bounds writing the plan detail Secret (each request
+// has the events' timeout).
 const planSecretTimeout = 20 * time.Second
 
 // secretStore reads and writes Secrets of one namespace.
@@ -119,19 +118,7 @@ func (r *runState) secrets(ns string) (secretStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c := rest.CopyConfig(cfg)
-	gv := corev1.SchemeGroupVersion
-	c.GroupVersion = &gv
-	c.APIPath = "/api"
-	c.ContentType = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	c.UserAgent = "captf-runner"
-	c.Timeout = planSecretTimeout
-	rc, err := rest.RESTClientFor(c)
+	rc, err := restClient(cfg, corev1.SchemeGroupVersion, corev1.AddToScheme, "/api")
 	if err != nil {
 		return nil, err
 	}
