@@ -86,7 +86,8 @@ type PlanTargetReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// uid of the object.
+	// uid of the object when the plan was recorded (clusterctl move gives
+	// the object a new one; the record's owner reference follows it).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128

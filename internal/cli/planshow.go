@@ -57,10 +57,17 @@ func (k *kube) planOf(ctx context.Context, ob object, a *Approval) *infrav1.Terr
 		return nil
 	}
 	rec, err := k.getPlan(ctx, ob.w.GetNamespace(), a.Job)
-	if err != nil || rec.Spec.TargetRef.UID != string(ob.w.GetUID()) {
+	if err != nil {
 		return nil
 	}
-	return rec
+	// The owner reference follows the object through clusterctl move;
+	// spec.targetRef.uid keeps the UID it had when the plan was recorded.
+	for _, ref := range rec.OwnerReferences {
+		if ref.UID == ob.w.GetUID() {
+			return rec
+		}
+	}
+	return nil
 }
 
 // colorMode is --color: auto colours only a terminal.

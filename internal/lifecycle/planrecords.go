@@ -189,10 +189,16 @@ func (f *Flow) planRecords(ctx context.Context, p *Pass) error {
 	if err := f.Client.List(ctx, &list, client.InNamespace(p.Obj.GetNamespace()), client.MatchingLabels(p.owner().Labels())); err != nil {
 		return fmt.Errorf("failed to list TerraformPlans: %w", err)
 	}
+	// Owned by the object: its owner reference, which clusterctl move
+	// rewrites, not spec.targetRef.uid, which keeps the UID of the object
+	// the plan was computed for.
 	var recs []*infrav1.TerraformPlan
 	for i := range list.Items {
-		if list.Items[i].Spec.TargetRef.UID == string(p.Obj.GetUID()) {
-			recs = append(recs, &list.Items[i])
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.UID == p.Obj.GetUID() {
+				recs = append(recs, &list.Items[i])
+				break
+			}
 		}
 	}
 	if len(recs) == 0 {
