@@ -240,6 +240,11 @@ type TerraformPlanSpec struct {
 	// +required
 	Reason TerraformPlanReason `json:"reason"`
 
+	// recordedAt is when the manager recorded the plan, to the microsecond:
+	// of two records of one object, the later one is the newer plan.
+	// +optional
+	RecordedAt *metav1.MicroTime `json:"recordedAt,omitempty"`
+
 	// runtimeVersion of the runtime that computed the plan.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64

@@ -1451,6 +1451,10 @@ func (in *TerraformPlanList) DeepCopyObject() runtime.Object {
 func (in *TerraformPlanSpec) DeepCopyInto(out *TerraformPlanSpec) {
 	*out = *in
 	out.TargetRef = in.TargetRef
+	if in.RecordedAt != nil {
+		in, out := &in.RecordedAt, &out.RecordedAt
+		*out = (*in).DeepCopy()
+	}
 	out.Counts = in.Counts
 	if in.Changes != nil {
 		in, out := &in.Changes, &out.Changes

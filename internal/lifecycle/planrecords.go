@@ -75,6 +75,7 @@ func (f *Flow) writePlanRecord(ctx context.Context, p *Pass, job *batchv1.Job, c
 			InputsHash:     orDash(job.Annotations[infrav1.InputsHashAnnotation]),
 			PlanHash:       pl.Hash,
 			Reason:         reason,
+			RecordedAt:     &metav1.MicroTime{Time: p.Now},
 			RuntimeVersion: c.Result.RuntimeVersion,
 			Counts: infrav1.PlanCounts{
 				Add: int32(pl.Add), Change: int32(pl.Change), Destroy: int32(pl.Destroy),
@@ -204,14 +205,7 @@ func (f *Flow) planRecords(ctx context.Context, p *Pass) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// Newest first.
-	sort.Slice(recs, func(i, j int) bool {
-		a, b := recs[i].CreationTimestamp, recs[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return b.Before(&a)
-		}
-		return recs[i].Name > recs[j].Name
-	})
+	sort.Slice(recs, func(i, j int) bool { return newerPlan(recs[i], recs[j]) })
 	base := p.planFactsBase()
 	finished := 0
 	for i, rec := range recs {
@@ -235,6 +229,20 @@ func (f *Flow) planRecords(ctx context.Context, p *Pass) error {
 		}
 	}
 	return nil
+}
+
+// newerPlan orders an object's records newest first: by spec.recordedAt
+// (the seconds of creationTimestamp cannot tell apart two records of one
+// second), then creationTimestamp, then name.
+func newerPlan(a, b *infrav1.TerraformPlan) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if a.Spec.RecordedAt != nil && b.Spec.RecordedAt != nil {
+		ta, tb = a.Spec.RecordedAt.Time, b.Spec.RecordedAt.Time
+	}
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.Name > b.Name
 }
 
 func (f *Flow) patchPlanPhase(ctx context.Context, p *Pass, rec *infrav1.TerraformPlan, phase infrav1.TerraformPlanPhase) error {

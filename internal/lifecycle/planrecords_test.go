@@ -2,6 +2,9 @@ package lifecycle
 
 import (
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
@@ -85,5 +88,25 @@ func TestPlanReasonOf(t *testing.T) {
 				t.Errorf("reason %q %v, want %q", got, ok, tc.want)
 			}
 		})
+	}
+}
+
+// TestNewerPlan: two records of one second are told apart by recordedAt,
+// not by name.
+func TestNewerPlan(t *testing.T) {
+	sec := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	rec := func(name string, at time.Duration) *infrav1.TerraformPlan {
+		return &infrav1.TerraformPlan{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: sec},
+			Spec:       infrav1.TerraformPlanSpec{RecordedAt: &metav1.MicroTime{Time: sec.Add(at)}},
+		}
+	}
+	plan, apply := rec("captf-c-prod-plan-a1-0b4c1d", 100*time.Millisecond), rec("captf-c-prod-apply-a2-7d25df", 600*time.Millisecond)
+	if !newerPlan(apply, plan) || newerPlan(plan, apply) {
+		t.Error("the later record of the same second is not the newer")
+	}
+	apply.Spec.RecordedAt, plan.Spec.RecordedAt = nil, nil
+	if !newerPlan(plan, apply) {
+		t.Error("without recordedAt, the same second falls back to the name")
 	}
 }

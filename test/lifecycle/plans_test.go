@@ -184,6 +184,31 @@ func TestPlanRecords(t *testing.T) {
 		e.wantPhase(names[5], infrav1.TerraformPlanExpired)
 	})
 
+	t.Run("an_approved_apply_whose_plan_changed_records_the_new_plan", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		w := e.provisionedTC("prod", manual)
+		hash := "p1:" + strings.Repeat("e", 64)
+		plan := e.manualPlan(w, "large", hash, true)
+		e.annotate(w.TC, infrav1.ApprovePlanAnnotation, hash)
+		e.mustPass(w.TC)
+		apply := e.wantJob(w.TC, infrav1.OperationApply)
+		changed := "p1:" + strings.Repeat("f", 64)
+		e.planDetailOf(apply, changed)
+		d := doc(infrav1.OperationApply, blocked)
+		d.Error.Kind = infrav1.RunErrorPlanChanged
+		d.Plan = &result.Plan{Hash: changed, Add: 1, Change: 1, Resources: []string{"module.role.terraform_data.one (update)", "module.role.terraform_data.two (create)"}}
+		e.advance(time.Minute)
+		e.finishJob(apply, failed, d)
+		e.mustPass(w.TC)
+		e.mustPass(w.TC)
+		rec := e.wantPhase(apply.Name, infrav1.TerraformPlanPending)
+		if rec.Spec.Reason != infrav1.TerraformPlanChanged || rec.Spec.PlanHash != changed || rec.Spec.Counts.Add != 1 || len(rec.Spec.Changes) != 1 {
+			t.Fatalf("the changed plan's record %+v", rec.Spec)
+		}
+		e.wantPhase(plan.Name, infrav1.TerraformPlanSuperseded)
+	})
+
 	t.Run("blocked_destructive_plan_is_recorded_and_applied_once_approved", func(t *testing.T) {
 		t.Parallel()
 		e, w, job := reapplyingCluster(t)
