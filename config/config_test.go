@@ -215,6 +215,7 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 		"CustomResourceDefinition terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition terraformmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition terraformplans.infrastructure.cluster.x-k8s.io",
 		"Deployment captf-system/captf-controller-manager",
 		"Issuer captf-system/captf-selfsigned-issuer",
 		"Namespace captf-system",
@@ -267,8 +268,8 @@ func TestDefaultRendersTheComponents(t *testing.T) {
 // clusterctl.cluster.x-k8s.io label to every component it installs.)
 func TestCRDsCarryWhatClusterctlMoveReads(t *testing.T) {
 	crds := decode(t, render(t, filepath.Join(root, "config", "crd")))
-	if len(crds) != 7 {
-		t.Fatalf("%d CRDs rendered, want 7", len(crds))
+	if len(crds) != captfCRDs {
+		t.Fatalf("%d CRDs rendered, want %d", len(crds), captfCRDs)
 	}
 	for _, u := range crds {
 		l := u.GetLabels()
@@ -437,6 +438,10 @@ func servedOnly(u *unstructured.Unstructured) bool {
 	return false
 }
 
+// captfCRDs is the number of CAPTF's CRDs: the seven kinds of Cluster API's
+// contracts and TerraformPlan.
+const captfCRDs = 8
+
 func waitForCRDs(t *testing.T, c client.Client) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -453,7 +458,7 @@ func waitForCRDs(t *testing.T, c client.Client) {
 					}
 				}
 			}
-			if established == 7 {
+			if established == captfCRDs {
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-// Package v1alpha1 holds CAPTF's API: the seven kinds of the
+// Package v1alpha1 holds CAPTF's API: the eight kinds of the
 // infrastructure.cluster.x-k8s.io/v1alpha1 group, their condition types and
 // reasons, and the annotations, labels and finalizers CAPTF reads and writes.
 //

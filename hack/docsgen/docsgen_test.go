@@ -177,7 +177,7 @@ func TestGenerateCoversTheAPI(t *testing.T) {
 	}
 	s := string(page)
 	for _, kind := range []string{"TerraformCluster", "TerraformClusterTemplate", "TerraformMachine", "TerraformMachineTemplate",
-		"TerraformMachinePool", "TerraformMachinePoolTemplate", "TerraformClusterIdentity"} {
+		"TerraformMachinePool", "TerraformMachinePoolTemplate", "TerraformClusterIdentity", "TerraformPlan"} {
 		if !strings.Contains(s, "\n### "+kind+"\n") {
 			t.Errorf("kind %s has no section", kind)
 		}

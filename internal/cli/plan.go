@@ -132,17 +132,46 @@ func newPlanCommand(o *options) *cobra.Command {
 }
 
 func newPlanShowCommand(o *options) *cobra.Command {
-	var output string
+	var output, color string
 	cmd := &cobra.Command{
-		Use:   "show KIND/NAME",
-		Short: "Show the plan awaiting approval, or the blocked destructive plan",
+		Use:   "show KIND/NAME | tfplan/NAME",
+		Short: "Show the plan awaiting approval, or the blocked destructive plan, as a diff",
 		Long: `Show what an object waits for an approval of: under applyPolicy Manual, the
 plan in status.plan (its hash, counts and changed resources); otherwise a
 destructive plan the guard blocked (the inputs hash, and what it deletes or
-replaces). Read the Job's log for the human-readable plan before approving:
-kubectl captf logs KIND/NAME.`,
-		Example: `  kubectl captf plan show terraformcluster/demo -n team-a`,
+replaces). When the manager recorded the plan in a TerraformPlan, its diff
+follows: per resource the action, and each changed attribute with its value
+before and after, sensitive values masked as the runtime masks them.
+
+tfplan/NAME shows one TerraformPlan, whatever its phase (kubectl get tfplan
+lists them). --color colours the diff: auto (on a terminal), always or never.`,
+		Example: `  kubectl captf plan show terraformcluster/demo -n team-a
+  kubectl captf plan show tfplan/captf-c-demo-plan-a1-0b4c1d -n team-a --color=never`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("plan show takes one KIND/NAME or tfplan/NAME, got %d arguments", len(args))
+			}
+			painted, err := colorOn(color, o.streams.Out)
+			if err != nil {
+				return err
+			}
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("unknown output format %q: use json or yaml", output)
+			}
+			if name, ok := planTarget(args[0]); ok {
+				k, err := o.kube()
+				if err != nil {
+					return err
+				}
+				rec, err := k.getPlan(cmd.Context(), k.namespace, name)
+				if err != nil {
+					return err
+				}
+				if output != "" {
+					return printStructured(o.streams.Out, rec, output)
+				}
+				return printPlan(o.streams.Out, rec, painted, o.now())
+			}
 			t, err := oneTarget(args)
 			if err != nil {
 				return err
@@ -158,16 +187,21 @@ kubectl captf logs KIND/NAME.`,
 			if a == nil {
 				return nothingToApprove(ob)
 			}
-			switch output {
-			case "json", "yaml":
+			if output != "" {
 				return printStructured(o.streams.Out, a, output)
-			case "":
-				return printApproval(o.streams.Out, ob, a, o.now())
 			}
-			return fmt.Errorf("unknown output format %q: use json or yaml", output)
+			if err := printApproval(o.streams.Out, ob, a, o.now()); err != nil {
+				return err
+			}
+			if rec := k.planOf(cmd.Context(), ob, a); rec != nil {
+				fmt.Fprintln(o.streams.Out)
+				return printPlan(o.streams.Out, rec, painted, o.now())
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml.")
+	cmd.Flags().StringVar(&color, "color", "auto", "Colour the diff: auto (only on a terminal), always or never.")
 	return cmd
 }
 

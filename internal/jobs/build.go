@@ -307,6 +307,9 @@ func (r *Run) args() []string {
 	}
 	if r.RunnerEvents {
 		a = append(a, "--event-object="+EventObject(r.Owner), "--job-name="+r.JobName)
+	} else if r.Op == infrav1.OperationPlan || r.GuardDeletes || r.ExpectPlan != "" {
+		// The runner names the plan detail Secret after the Job.
+		a = append(a, "--job-name="+r.JobName)
 	}
 	if r.Op == infrav1.OperationRestore && r.Restore != nil {
 		a = append(a,

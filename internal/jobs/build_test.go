@@ -36,9 +36,9 @@ func TestConditionalFlags(t *testing.T) {
 			},
 		},
 		{
-			name: "a cluster apply is guarded: --guard-deletes and --inputs-hash",
+			name: "a cluster apply is guarded: --guard-deletes and --inputs-hash, and --job-name names its plan detail Secret without runner events",
 			edit: func(r *Run) { r.RunnerEvents = false },
-			args: []string{"--guard-deletes", "--inputs-hash=" + testInputsHash},
+			args: []string{"--guard-deletes", "--inputs-hash=" + testInputsHash, "--job-name=" + testRun().JobName},
 		},
 		{
 			name: "a stale lock owned by the object's own runner is force-unlocked right after init",
@@ -55,7 +55,7 @@ func TestConditionalFlags(t *testing.T) {
 				r.RunnerEvents = false
 				r.AllowDeletesHash = testInputsHash
 			},
-			args: []string{"--guard-deletes", "--inputs-hash=" + testInputsHash, "--allow-deletes-hash=" + testInputsHash},
+			args: []string{"--guard-deletes", "--inputs-hash=" + testInputsHash, "--allow-deletes-hash=" + testInputsHash, "--job-name=" + testRun().JobName},
 		},
 		{
 			name: "an approved Manual plan passes --expect-plan and records captf.io/approved-plan",
@@ -64,7 +64,7 @@ func TestConditionalFlags(t *testing.T) {
 				r.GuardDeletes = false
 				r.ExpectPlan = "p1:0b4c"
 			},
-			args:        []string{"--expect-plan=p1:0b4c"},
+			args:        []string{"--expect-plan=p1:0b4c", "--job-name=" + testRun().JobName},
 			annotations: map[string]string{infrav1.ApprovedPlanAnnotation: "p1:0b4c"},
 		},
 		{
@@ -81,7 +81,7 @@ func TestConditionalFlags(t *testing.T) {
 				r.RunnerEvents = false
 				r.DriftRemediation = true
 			},
-			args:        []string{"--guard-deletes", "--inputs-hash=" + testInputsHash},
+			args:        []string{"--guard-deletes", "--inputs-hash=" + testInputsHash, "--job-name=" + testRun().JobName},
 			annotations: map[string]string{infrav1.DriftRemediationAnnotation: "true"},
 		},
 		{

@@ -5,6 +5,7 @@ import (
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 )
 
 // The fixed names and paths of a Job (reference-facts §8.1, book: Runtime
@@ -38,7 +39,7 @@ const (
 	restoreKeyPrefix = "restore-"
 
 	// RunSecretPrefix prefixes the per-run Secret: captf-run-<job>.
-	RunSecretPrefix = "captf-run-"
+	RunSecretPrefix = result.RunSecretPrefix
 
 	// DefaultServiceAccount is the runner ServiceAccount CAPTF manages in
 	// each namespace.
@@ -58,6 +59,7 @@ const (
 )
 
 // RunSecretName is the per-run Secret of a Job, captf-run-<job>.
+// The runner reads its owners for the plan detail Secret.
 func RunSecretName(jobName string) string { return RunSecretPrefix + jobName }
 
 // reservedEnv reports whether an environment variable name belongs to the

@@ -262,7 +262,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 			f.driftCheckedEvent(p, job, &res)
 		}
 	case op == infrav1.OperationPlan:
-		res.plan = f.recordPlan(p, job, c)
+		res.plan = f.recordPlan(p, job, c, booked)
 	}
 	// The Job's event and counters follow the status patch that records
 	// its result, once: a pass that dies before the patch repeats nothing,
@@ -276,6 +276,11 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	if plan := f.consumeRequests(p, job, op, c); plan != nil {
 		res.plan = plan
+	}
+	if reason, ok := planReasonOf(op, c, res.plan); ok {
+		if err := f.writePlanRecord(ctx, p, job, c, reason); err != nil {
+			return err
+		}
 	}
 	p.facts.results = append(p.facts.results, res)
 
@@ -361,13 +366,17 @@ func deref(p *int32) int32 {
 }
 
 // recordPlan records a plan Job's plan for approval (applyPolicy Manual).
-func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification) *planRecord {
+// PlanReady follows the status patch, once, like the Job's own event: not
+// again for a Job the status already named (booked).
+func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification, booked bool) *planRecord {
 	if c.Outcome != jobs.OutcomeSucceeded {
 		return nil
 	}
 	plan := f.recordPlanPreview(p, job, c, infrav1.PlanAwaitingApprovalReason)
-	if plan != nil {
-		f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, plan.message)
+	if plan != nil && !booked {
+		p.afterPatch = append(p.afterPatch, func() {
+			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanReadyEvent, plan.message)
+		})
 	}
 	return plan
 }

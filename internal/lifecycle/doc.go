@@ -29,6 +29,8 @@
 //	                active)
 //	decide          decide.go: internal/decide picks the next operation, or
 //	                the wait
+//	planRecords     planrecords.go: the phases of the object's TerraformPlan
+//	                records (written by bookkeeping), finished ones pruned
 //	act             act.go: the run assembled, leases, durable inputs, the
 //	                move block, the per-run Secret and the Job (one rollback
 //	                path); or cleanup; or the wait recorded
@@ -44,7 +46,7 @@
 // A paused pass runs preamble, then resolvePolicy, bookkeeping,
 // pausedBranch (preamble.go: delete a Job that can never start; once no
 // Job is active, adopt the state of an apply that finished while paused,
-// then clearMoveBlock), decide (which waits on the pause) and act, then
+// then clearMoveBlock), decide (which waits on the pause), planRecords and act, then
 // patchStatus: no credentials, no state read for the decision, no inputs,
 // no after.
 //

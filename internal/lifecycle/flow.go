@@ -143,7 +143,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 // then waits on the pause. While a Job is active, state is not read and no
 // inputs are built: decide waits on the Job.
 func (f *Flow) passSteps(ctx context.Context, p *Pass) error {
-	steps := []func(context.Context, *Pass) error{f.resolvePolicy, f.bookkeeping, f.pausedBranch, f.decide, f.act}
+	steps := []func(context.Context, *Pass) error{f.resolvePolicy, f.bookkeeping, f.pausedBranch, f.decide, f.planRecords, f.act}
 	if !p.paused {
 		steps = []func(context.Context, *Pass) error{
 			f.credentials,
@@ -154,6 +154,7 @@ func (f *Flow) passSteps(ctx context.Context, p *Pass) error {
 			f.readState,
 			f.buildInputs,
 			f.decide,
+			f.planRecords,
 			f.act,
 			f.after,
 		}

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -215,14 +216,23 @@ func eventsConfig(o *Options) (*rest.Config, error) {
 // eventsClient is a REST client for events.k8s.io/v1 alone, so the runner
 // does not link every API group's types.
 func eventsClient(cfg *rest.Config) (rest.Interface, error) {
+	c, err := restClient(cfg, eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// restClient is a JSON REST client of one API group version, whose types
+// add registers, with the runner's user agent, rate and request timeout.
+func restClient(cfg *rest.Config, gv schema.GroupVersion, add func(*runtime.Scheme) error, apiPath string) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
-	if err := eventsv1.AddToScheme(scheme); err != nil {
+	if err := add(scheme); err != nil {
 		return nil, err
 	}
 	c := rest.CopyConfig(cfg)
-	gv := eventsv1.SchemeGroupVersion
 	c.GroupVersion = &gv
-	c.APIPath = "/apis"
+	c.APIPath = apiPath
 	c.ContentType = runtime.ContentTypeJSON
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	c.UserAgent = "captf-runner"

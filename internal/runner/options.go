@@ -89,7 +89,7 @@ func AddRunFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.AllowDeletesHash, "allow-deletes-hash", "", "inputs hash approved for a destructive plan")
 	fs.StringVar(&o.ExpectPlan, "expect-plan", "", "approved plan hash; an apply whose plan hashes differently stops with plan-changed")
 	fs.StringVar(&o.EventObject, "event-object", "", "<apiVersion>/<kind>/<namespace>/<name>/<uid> of the object events go on (no events when unset)")
-	fs.StringVar(&o.JobName, "job-name", "", "name of the Job the events relate to")
+	fs.StringVar(&o.JobName, "job-name", "", "name of the Job the events relate to and the plan detail Secret captf-plan-<job> is named after")
 	fs.IntVar(&o.RestoreChunks, "restore-chunks", 0, "number of backup chunks under <config>/restore")
 	fs.IntVar(&o.RestoreResources, "restore-resources", 0, "managed resources the backup holds; when not 0, state list must show at least one")
 	fs.StringVar(&o.EventsKubeconfig, "events-kubeconfig", "", "kubeconfig for events outside a cluster")

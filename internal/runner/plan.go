@@ -50,7 +50,8 @@ type PlanAnalysis struct {
 }
 
 // ParsePlan decodes show -json output. The document is held in memory
-// only; nothing from it but addresses and actions leaves this package.
+// only; what leaves this package is addresses and actions, and the plan
+// detail (PlanDetail), whose sensitive values are masked.
 func ParsePlan(b []byte) (*tfjson.Plan, error) {
 	var p tfjson.Plan
 	if err := json.Unmarshal(b, &p); err != nil {

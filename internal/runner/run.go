@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	tfjson "github.com/hashicorp/terraform-json"
 	"k8s.io/klog/v2"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
@@ -98,6 +99,10 @@ type runState struct {
 
 	planPath   string
 	backupPath string
+	// plan is the plan show -json read back, held in memory only.
+	plan *tfjson.Plan
+	// secretStore, when set, replaces the API client of writePlanDetail.
+	secretStore secretStore
 	// exit is the failing step's own exit code, when a step failed.
 	exit int
 }
@@ -317,6 +322,7 @@ func (r *runState) apply() {
 	case o.ExpectPlan != "":
 		if a.Hash != o.ExpectPlan {
 			r.doc.Plan = a.ResultPlan()
+			r.writePlanDetail(r.plan, a)
 			r.fail(infrav1.RunErrorPlanChanged, "",
 				fmt.Sprintf("plan hash %s differs from the approved %s; nothing was applied", a.Hash, o.ExpectPlan))
 			return
@@ -326,6 +332,7 @@ func (r *runState) apply() {
 		if d := a.Destructive(); len(d) > 0 {
 			if o.AllowDeletesHash == "" || o.AllowDeletesHash != o.InputsHash {
 				r.doc.Plan = a.ResultPlan()
+				r.writePlanDetail(r.plan, a)
 				r.fail(infrav1.RunErrorBlocked, "", blockedSummary(d, o.InputsHash))
 				return
 			}
@@ -344,11 +351,14 @@ func blockedSummary(d []PlanChange, inputsHash string) string {
 
 // planOp runs a plan Job's plan and reads it back.
 func (r *runState) planOp() {
-	a, _, ok := r.planAndRead()
+	a, changed, ok := r.planAndRead()
 	if !ok {
 		return
 	}
 	r.doc.Plan = a.ResultPlan()
+	if changed {
+		r.writePlanDetail(r.plan, a)
+	}
 	r.emitPlanSummary(a)
 }
 
@@ -381,6 +391,7 @@ func (r *runState) planAndRead() (PlanAnalysis, bool, bool) {
 			return err
 		}
 		a = AnalyzePlan(p)
+		r.plan = p
 		return nil
 	}
 	if _, ok := r.step(show); !ok {

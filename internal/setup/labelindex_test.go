@@ -70,7 +70,9 @@ func TestManagerCacheListsByLabelIndex(t *testing.T) {
 		owned("indexed-other", "a-1", "TerraformMachine", "a", nil),
 	)
 
-	inner, err := cache.New(cfg, cacheOptions(DefaultOptions(), &secretGate{}))
+	opts := cacheOptions(DefaultOptions(), &secretGate{})
+	opts.Scheme = NewScheme() // the manager's, which its cache gets from it
+	inner, err := cache.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,6 +219,9 @@ func cacheOptions(o Options, gate *secretGate) cache.Options {
 			// is read live (identity.getServiceAccount).
 			&corev1.ServiceAccount{}: {Label: managed},
 			&rbacv1.RoleBinding{}:    {Label: managed},
+			// Plan records, for their phases; the change lists stay on
+			// the API server (planTransform).
+			&infrav1.TerraformPlan{}: {Label: managed, Transform: planTransform},
 		},
 	}
 }
@@ -301,6 +304,16 @@ func clientRate(o Options) (float32, int) {
 func jobTransform(obj any) (any, error) {
 	if j, ok := obj.(*batchv1.Job); ok {
 		return jobs.ForCache(j), nil
+	}
+	return cache.TransformStripManagedFields()(obj)
+}
+
+// planTransform caches a TerraformPlan without its change list: the
+// manager decides phases from the rest and writes the list only once, at
+// creation.
+func planTransform(obj any) (any, error) {
+	if p, ok := obj.(*infrav1.TerraformPlan); ok {
+		p.Spec.Changes = nil
 	}
 	return cache.TransformStripManagedFields()(obj)
 }

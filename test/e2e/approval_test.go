@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +116,11 @@ func TestApprovalsAndRestore(t *testing.T) {
 	if get(); !annotationGone(infrav1.ApproveDestructivePlanAnnotation) {
 		t.Fatal("a refused approval wrote the annotation")
 	}
+	// The blocked plan is recorded for review.
+	destructive := w.planRecord(ctx, ns, blocked.Name, infrav1.TerraformPlanPending)
+	if destructive.Spec.Reason != infrav1.TerraformPlanDestructive || destructive.Spec.InputsHash != hash || destructive.Spec.Counts.Destroy != 1 {
+		t.Fatalf("the blocked plan's record: %+v", destructive.Spec)
+	}
 	w.mustCaptf(ctx, operator, "plan", "approve", ref, "-n", ns, "--hash", shown.Hash)
 	w.eventually(ctx, 5*time.Minute, "the approved replacement to apply and consume its approval", func() (bool, string) {
 		ok, why := settled()
@@ -121,6 +128,7 @@ func TestApprovalsAndRestore(t *testing.T) {
 		return ok && c.Reason == infrav1.ApplySucceededReason && annotationGone(infrav1.ApproveDestructivePlanAnnotation),
 			why + "; ApplyJobSucceeded " + c.Reason
 	})
+	w.planRecord(ctx, ns, blocked.Name, infrav1.TerraformPlanApplied)
 
 	// Restore the newest backup.
 	get()
@@ -142,9 +150,19 @@ func TestApprovalsAndRestore(t *testing.T) {
 			why + "; RestoreJobSucceeded " + c.Reason
 	})
 
-	// applyPolicy Manual: plan, wait, approve, apply.
-	edit(func() { tc.Spec.ApplyPolicy = infrav1.ApplyPolicyManual })
-	setVariable("extra_tags", `{"team":"guard"}`)
+	// applyPolicy Manual: plan, wait, approve, apply. The change is a
+	// Secret-sourced variable, so its values are sensitive: the record,
+	// the events, the status and plan show mask them.
+	const secretTag, secretTag2 = "sentinel-plan-tag-4e81c2", "sentinel-plan-tag-9a07d5"
+	vars := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-vars", Namespace: ns, Labels: map[string]string{infrav1.VariablesLabel: "true"}},
+		Data:       map[string][]byte{"extra_tags": []byte(`{"team":"` + secretTag + `"}`)},
+	}
+	w.create(ctx, vars)
+	edit(func() {
+		tc.Spec.ApplyPolicy = infrav1.ApplyPolicyManual
+		tc.Spec.VariablesFrom = []infrav1.VariablesSource{{SecretRef: &infrav1.LocalObjectReference{Name: vars.Name}, Format: infrav1.VariablesFormatJSON}}
+	})
 	w.eventually(ctx, 5*time.Minute, "a plan awaiting approval", func() (bool, string) {
 		get()
 		c := cond(infrav1.ApplyJobSucceededCondition)
@@ -172,6 +190,51 @@ func TestApprovalsAndRestore(t *testing.T) {
 	if shown.Guard != "plan" || shown.Annotation != infrav1.ApprovePlanAnnotation || shown.Hash != tc.Status.Plan.PlanHash || shown.Job != planJob.Name {
 		t.Fatalf("plan show: %+v, want status.plan's hash %s from Job %s", shown, tc.Status.Plan.PlanHash, planJob.Name)
 	}
+	// The record of the plan, and its diff as plan show prints it.
+	first := w.planRecord(ctx, ns, planJob.Name, infrav1.TerraformPlanPending)
+	if first.Spec.Reason != infrav1.TerraformPlanManual || first.Spec.PlanHash != shown.Hash || first.Spec.TargetRef.UID != string(tc.UID) || first.Spec.Note != "" {
+		t.Fatalf("the Manual plan's record: %+v", first.Spec)
+	}
+	masked := false
+	for _, c := range first.Spec.Changes {
+		for _, a := range c.Attributes {
+			// The merged tags, or the whole input, as the runtime marks it.
+			masked = masked || (strings.HasPrefix(a.Path, "input") && a.Sensitive && a.After != nil && *a.After == infrav1.SensitiveValue)
+		}
+	}
+	if !masked {
+		t.Fatalf("the record shows no masked change of the substrate's input: %+v", first.Spec.Changes)
+	}
+	diff := w.mustCaptf(ctx, operator, "plan", "show", ref, "-n", ns, "--color=never")
+	t.Logf("kubectl captf plan show %s:\n%s", ref, diff)
+	for _, want := range []string{"terraform_data.substrate (update)", "→ (sensitive value)", "Plan: 0 to add, 1 to change, 0 to destroy"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("plan show does not print %q", want)
+		}
+	}
+	if colored := w.mustCaptf(ctx, operator, "plan", "show", "tfplan/"+first.Name, "-n", ns, "--color=always"); !strings.Contains(colored, "\x1b[") {
+		t.Error("plan show --color=always printed no colour")
+	}
+	w.noSentinel(ctx, ns, diff, secretTag)
+
+	// A second change before any approval supersedes the plan.
+	vars.Data = map[string][]byte{"extra_tags": []byte(`{"team":"` + secretTag2 + `"}`)}
+	if err := w.c.Update(ctx, vars); err != nil {
+		t.Fatal(err)
+	}
+	var second *infrav1.TerraformPlan
+	w.eventually(ctx, 5*time.Minute, "a new plan to supersede the first", func() (bool, string) {
+		get()
+		if tc.Status.Plan == nil || tc.Status.Plan.Job == planJob.Name {
+			return false, "status.plan still names " + planJob.Name
+		}
+		second = w.planRecordIn(ctx, ns, tc.Status.Plan.Job)
+		old := w.planRecordIn(ctx, ns, planJob.Name)
+		return second != nil && old != nil && old.Status.Phase == infrav1.TerraformPlanSuperseded &&
+			old.Labels[infrav1.PlanPhaseLabel] == string(infrav1.TerraformPlanSuperseded), "waiting for the records"
+	})
+	w.planRecord(ctx, ns, second.Name, infrav1.TerraformPlanPending)
+	shown = w.planShown(ctx, operator, ref, ns)
 	w.mustCaptf(ctx, operator, "plan", "approve", ref, "-n", ns, "--hash", shown.Hash)
 	w.eventually(ctx, 5*time.Minute, "the approved plan to apply", func() (bool, string) {
 		ok, why := settled()
@@ -179,11 +242,13 @@ func TestApprovalsAndRestore(t *testing.T) {
 		return ok && c.Reason == infrav1.ApplySucceededReason && annotationGone(infrav1.ApprovePlanAnnotation) && tc.Status.Plan == nil,
 			why + "; ApplyJobSucceeded " + c.Reason
 	})
+	w.planRecord(ctx, ns, second.Name, infrav1.TerraformPlanApplied)
+	w.noSentinel(ctx, ns, w.mustCaptf(ctx, operator, "plan", "show", "tfplan/"+second.Name, "-n", ns), secretTag, secretTag2)
 
 	seen := w.eventCounts(ctx, ns, "TerraformCluster")
-	for _, r := range []string{infrav1.DestructivePlanBlockedEvent, infrav1.StateRestoredEvent, infrav1.PlanReadyEvent, infrav1.PlanApprovedEvent, infrav1.PlanAppliedEvent} {
-		if seen[r] != 1 {
-			t.Errorf("%d %s events, want 1", seen[r], r)
+	for r, want := range map[string]int{infrav1.DestructivePlanBlockedEvent: 1, infrav1.StateRestoredEvent: 1, infrav1.PlanReadyEvent: 2, infrav1.PlanApprovedEvent: 1, infrav1.PlanAppliedEvent: 1} {
+		if seen[r] != want {
+			t.Errorf("%d %s events, want %d", seen[r], r, want)
 		}
 	}
 	var jobs batchv1.JobList
@@ -255,6 +320,68 @@ func TestApprovalsAndRestore(t *testing.T) {
 }
 
 // newestJob is the newest Job in the namespace running op ("" for any).
+// planRecordIn reads the TerraformPlan of a Job, nil when there is none.
+func (w *world) planRecordIn(ctx context.Context, ns, job string) *infrav1.TerraformPlan {
+	w.t.Helper()
+	rec := &infrav1.TerraformPlan{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, rec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		w.t.Fatal(err)
+	}
+	return rec
+}
+
+// planRecord waits for the TerraformPlan of a Job to reach phase, in its
+// status and its captf.io/plan-phase label.
+func (w *world) planRecord(ctx context.Context, ns, job string, phase infrav1.TerraformPlanPhase) *infrav1.TerraformPlan {
+	w.t.Helper()
+	var rec *infrav1.TerraformPlan
+	w.eventually(ctx, 2*time.Minute, "TerraformPlan "+job+" to be "+string(phase), func() (bool, string) {
+		if rec = w.planRecordIn(ctx, ns, job); rec == nil {
+			return false, "no record"
+		}
+		return rec.Status.Phase == phase && rec.Labels[infrav1.PlanPhaseLabel] == string(phase),
+			fmt.Sprintf("phase %s, label %s", rec.Status.Phase, rec.Labels[infrav1.PlanPhaseLabel])
+	})
+	return rec
+}
+
+// noSentinel checks that no sentinel value appears in the namespace's
+// TerraformPlans, events or Terraform objects' status, nor in out.
+func (w *world) noSentinel(ctx context.Context, ns, out string, sentinels ...string) {
+	w.t.Helper()
+	var plans infrav1.TerraformPlanList
+	var evs eventsv1.EventList
+	var tcs infrav1.TerraformClusterList
+	for _, l := range []client.ObjectList{&plans, &evs, &tcs} {
+		if err := w.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	var status []any
+	for _, tc := range tcs.Items {
+		status = append(status, tc.Status)
+	}
+	for what, v := range map[string]any{"TerraformPlans": plans.Items, "events": evs.Items, "status": status} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range sentinels {
+			if strings.Contains(string(b), s) {
+				w.t.Errorf("the sentinel %s appears in the namespace's %s", s, what)
+			}
+		}
+	}
+	for _, s := range sentinels {
+		if strings.Contains(out, s) {
+			w.t.Errorf("the sentinel %s appears in kubectl captf's output", s)
+		}
+	}
+}
+
 func newestJob(ctx context.Context, t *testing.T, w *world, ns string, op infrav1.Operation) batchv1.Job {
 	t.Helper()
 	var list batchv1.JobList

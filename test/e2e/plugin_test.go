@@ -96,6 +96,7 @@ func (w *world) operatorRole(ctx context.Context, ns, user string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "captf-operator"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformclusters", "terraformmachines", "terraformmachinepools"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformplans"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}},
 			{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}},
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lease"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lifecycle"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/runner/result"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
@@ -102,6 +103,7 @@ func docsNamePatterns(t *testing.T) (map[string]string, map[string]string) {
 		"captf-creds-<identity>":                        identity.MirrorName(ident),
 		"captf-inputs-<kindshort>-<name>":               lifecycle.DurableName(infrav1.KindTerraformCluster, name),
 		"captf-run-<job>":                               jobs.RunSecretName(job),
+		"captf-plan-<job>":                              result.PlanSecretName(job),
 		"tfstate-default-<suffix>":                      state.SecretName(suffix),
 		"tfstate-default-<suffix>-part-<N>":             state.ChunkName(suffix, 2),
 		"captf-state-backup-<suffix>-<serial>":          state.BackupName(suffix, 7),

@@ -52,8 +52,8 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	crds, _ := filepath.Glob(filepath.Join(out, "crd", "*.yaml"))
 	committed, _ := filepath.Glob(filepath.Join(r, "config", "crd", "bases", "*.yaml"))
-	if len(crds) != 7 || len(committed) != len(crds) {
-		t.Fatalf("want 7 CRDs generated and committed, got %d and %d", len(crds), len(committed))
+	if len(crds) != 8 || len(committed) != len(crds) {
+		t.Fatalf("want 8 CRDs generated and committed, got %d and %d", len(crds), len(committed))
 	}
 	for _, f := range crds {
 		pairs[f] = filepath.Join(r, "config", "crd", "bases", filepath.Base(f))
@@ -86,8 +86,8 @@ func TestCRDManifestsCarryContractLabels(t *testing.T) {
 		t.Fatalf("kustomize build config/crd: %v", err)
 	}
 	docs := strings.Split(string(b), "\n---\n")
-	if len(docs) != 7 {
-		t.Fatalf("want 7 CRDs, got %d", len(docs))
+	if len(docs) != 8 {
+		t.Fatalf("want 8 CRDs, got %d", len(docs))
 	}
 	for _, d := range docs {
 		for _, want := range []string{"cluster.x-k8s.io/v1beta2: v1alpha1", "cluster.x-k8s.io/provider: infrastructure-terraform"} {
