@@ -27,17 +27,30 @@ import (
 //   - A restore that succeeded removes captf.io/restore-state and forgets
 //     the serial, so the same serial can be asked for again; a failed one
 //     keeps both, and is not retried for that serial.
-func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification) *planRecord {
+//
+// Their events and counters follow the status patch, like the Job's own,
+// and only for a Job the status read does not already name (booked): a
+// Job booked again, because its bookkept mark had not reached the cache or
+// the pass that booked it ended before marking it, settles its requests
+// again (removals are idempotent) but announces nothing twice.
+func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, c *jobs.Classification, booked bool) *planRecord {
 	kind := p.Kind
+	announce := func(fn func()) {
+		if !booked {
+			p.afterPatch = append(p.afterPatch, fn)
+		}
+	}
 	succeeded := c.Outcome == jobs.OutcomeSucceeded
 	switch op {
 	case infrav1.OperationApply:
 		if succeeded {
 			hash := job.Annotations[infrav1.InputsHashAnnotation]
 			if hash != "" && removeAnnotationIf(p, infrav1.ApproveDestructivePlanAnnotation, hash) {
-				metrics.DestructivePlanApprovalConsumed(kind)
-				f.event(p, job, corev1.EventTypeNormal, infrav1.DestructivePlanApprovalConsumedEvent,
-					"Job "+job.Name+" applied the approved destructive plan of inputs hash "+hash+"; the approval is consumed")
+				announce(func() {
+					metrics.DestructivePlanApprovalConsumed(kind)
+					f.event(p, job, corev1.EventTypeNormal, infrav1.DestructivePlanApprovalConsumedEvent,
+						"Job "+job.Name+" applied the approved destructive plan of inputs hash "+hash+"; the approval is consumed")
+				})
 			}
 		}
 		approved := job.Annotations[infrav1.ApprovedPlanAnnotation]
@@ -49,10 +62,12 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 		case jobs.OutcomeSucceeded:
 			removeAnnotationIf(p, infrav1.ApprovePlanAnnotation, approved)
 			*plan = nil
-			f.event(p, job, corev1.EventTypeNormal, infrav1.PlanAppliedEvent, "Applied approved plan "+approved+" with Job "+job.Name)
-			metrics.PlanApproval(kind, "approved")
+			announce(func() {
+				f.event(p, job, corev1.EventTypeNormal, infrav1.PlanAppliedEvent, "Applied approved plan "+approved+" with Job "+job.Name)
+				metrics.PlanApproval(kind, "approved")
+			})
 		case jobs.OutcomePlanChanged:
-			metrics.PlanApproval(kind, "changed")
+			announce(func() { metrics.PlanApproval(kind, "changed") })
 			return f.recordPlanPreview(p, job, c, infrav1.PlanChangedReason)
 		}
 	case infrav1.OperationRestore:
@@ -61,17 +76,21 @@ func (f *Flow) consumeRequests(p *Pass, job *batchv1.Job, op infrav1.Operation, 
 			serial := job.Annotations[infrav1.RestoreSerialAnnotation]
 			removeAnnotationIf(p, infrav1.RestoreStateAnnotation, serial)
 			p.Status().LastRestoredSerial = 0
-			f.event(p, job, corev1.EventTypeNormal, jobs.OperationOf(op).SucceededEvent, "Restored state backup serial "+serial+" with Job "+job.Name)
-			metrics.StateRestore(kind, "succeeded")
+			announce(func() {
+				f.event(p, job, corev1.EventTypeNormal, jobs.OperationOf(op).SucceededEvent, "Restored state backup serial "+serial+" with Job "+job.Name)
+				metrics.StateRestore(kind, "succeeded")
+			})
 		case jobs.OutcomeActive, jobs.OutcomeInterrupted:
 		default:
-			metrics.StateRestore(kind, "failed")
 			serial := job.Annotations[infrav1.RestoreSerialAnnotation]
 			msg := "Job " + job.Name + " failed to restore state backup serial " + serial + "; it is not retried for that serial"
 			if c.Detail != "" {
 				msg += ": " + c.Detail
 			}
-			f.event(p, job, corev1.EventTypeWarning, jobs.OperationOf(op).FailedEvent, msg)
+			announce(func() {
+				metrics.StateRestore(kind, "failed")
+				f.event(p, job, corev1.EventTypeWarning, jobs.OperationOf(op).FailedEvent, msg)
+			})
 		}
 	}
 	return nil

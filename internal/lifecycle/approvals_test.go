@@ -85,64 +85,77 @@ func TestConsumeRequests(t *testing.T) {
 			wantEvent:   infrav1.StateRestoreFailedEvent,
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			obj := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Annotations: tc.objAnn}}
-			obj.Status.Plan = &infrav1.PlanPreview{InputsHash: inputs, PlanHash: plan, Job: "j0"}
-			obj.Status.LastRestoredSerial = tc.restored
-			rec := events.NewFakeRecorder(10)
-			f := &Flow{Recorder: rec, Adapter: readyAdapter{}}
-			p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Namespace: "ns", Annotations: tc.jobAnn}}
-			c := &jobs.Classification{Outcome: tc.outcome, FinishedAt: time.Unix(100, 0), Result: jobs.Result{Plan: tc.plan}}
-			recorded := f.consumeRequests(p, job, tc.op, c)
+	// Each case twice: as a Job booked for the first time, and as the same
+	// Job booked again (its bookkept mark not yet in the cache, or the pass
+	// that booked it ended before marking it), which settles the requests
+	// the same way and announces nothing again (events at most once per
+	// occurrence).
+	for _, booked := range []bool{false, true} {
+		for _, tc := range cases {
+			if booked {
+				tc.name, tc.wantEvent = "booked again: "+tc.name, ""
+			}
+			t.Run(tc.name, func(t *testing.T) {
+				obj := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Annotations: tc.objAnn}}
+				obj.Status.Plan = &infrav1.PlanPreview{InputsHash: inputs, PlanHash: plan, Job: "j0"}
+				obj.Status.LastRestoredSerial = tc.restored
+				rec := events.NewFakeRecorder(10)
+				f := &Flow{Recorder: rec, Adapter: readyAdapter{}}
+				p := &Pass{Obj: obj, Kind: infrav1.KindTerraformCluster}
+				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Namespace: "ns", Annotations: tc.jobAnn}}
+				c := &jobs.Classification{Outcome: tc.outcome, FinishedAt: time.Unix(100, 0), Result: jobs.Result{Plan: tc.plan}}
+				recorded := f.consumeRequests(p, job, tc.op, c, booked)
+				for _, fn := range p.afterPatch {
+					fn()
+				}
 
-			var got []string
-			for k := range obj.Annotations {
-				got = append(got, k)
-			}
-			if len(got) != len(tc.wantAnn) {
-				t.Errorf("annotations left %v, want %v", got, tc.wantAnn)
-			}
-			for _, k := range tc.wantAnn {
-				if _, ok := obj.Annotations[k]; !ok {
-					t.Errorf("annotation %s was removed", k)
+				var got []string
+				for k := range obj.Annotations {
+					got = append(got, k)
 				}
-			}
-			gotPlan := ""
-			if obj.Status.Plan != nil {
-				gotPlan = obj.Status.Plan.PlanHash
-			}
-			if tc.op == infrav1.OperationRestore {
-				tc.wantPlan = plan // untouched
-			}
-			if gotPlan != tc.wantPlan {
-				t.Errorf("status.plan.planHash = %q, want %q", gotPlan, tc.wantPlan)
-			}
-			if obj.Status.LastRestoredSerial != tc.wantLastSer {
-				t.Errorf("status.lastRestoredSerial = %d, want %d", obj.Status.LastRestoredSerial, tc.wantLastSer)
-			}
-			select {
-			case e := <-rec.Events:
-				if tc.wantEvent == "" {
-					t.Errorf("unexpected event %q", e)
+				if len(got) != len(tc.wantAnn) {
+					t.Errorf("annotations left %v, want %v", got, tc.wantAnn)
 				}
-			default:
-				if tc.wantEvent != "" {
-					t.Errorf("no %s event", tc.wantEvent)
+				for _, k := range tc.wantAnn {
+					if _, ok := obj.Annotations[k]; !ok {
+						t.Errorf("annotation %s was removed", k)
+					}
 				}
-			}
-			// The plan recorded for approval is what ApplyJobSucceeded says
-			// of the Job (setApplyJobSucceeded).
-			p.facts.results = append(p.facts.results, jobResult{name: job.Name, op: tc.op, c: c, plan: recorded})
-			cond := applyResultVerdict(&p.facts.results[0])
-			switch {
-			case tc.wantReason == "" && recorded != nil:
-				t.Errorf("a plan was recorded: %+v", recorded)
-			case tc.wantReason != "" && (cond == nil || cond.reason != tc.wantReason || cond.status != metav1.ConditionUnknown):
-				t.Errorf("ApplyJobSucceeded = %v, want Unknown/%s", cond, tc.wantReason)
-			}
-		})
+				gotPlan := ""
+				if obj.Status.Plan != nil {
+					gotPlan = obj.Status.Plan.PlanHash
+				}
+				if tc.op == infrav1.OperationRestore {
+					tc.wantPlan = plan // untouched
+				}
+				if gotPlan != tc.wantPlan {
+					t.Errorf("status.plan.planHash = %q, want %q", gotPlan, tc.wantPlan)
+				}
+				if obj.Status.LastRestoredSerial != tc.wantLastSer {
+					t.Errorf("status.lastRestoredSerial = %d, want %d", obj.Status.LastRestoredSerial, tc.wantLastSer)
+				}
+				select {
+				case e := <-rec.Events:
+					if tc.wantEvent == "" {
+						t.Errorf("unexpected event %q", e)
+					}
+				default:
+					if tc.wantEvent != "" {
+						t.Errorf("no %s event", tc.wantEvent)
+					}
+				}
+				// The plan recorded for approval is what ApplyJobSucceeded says
+				// of the Job (setApplyJobSucceeded).
+				p.facts.results = append(p.facts.results, jobResult{name: job.Name, op: tc.op, c: c, plan: recorded})
+				cond := applyResultVerdict(&p.facts.results[0])
+				switch {
+				case tc.wantReason == "" && recorded != nil:
+					t.Errorf("a plan was recorded: %+v", recorded)
+				case tc.wantReason != "" && (cond == nil || cond.reason != tc.wantReason || cond.status != metav1.ConditionUnknown):
+					t.Errorf("ApplyJobSucceeded = %v, want Unknown/%s", cond, tc.wantReason)
+				}
+			})
+		}
 	}
 }
 

@@ -274,7 +274,7 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 			f.jobMetrics(p, job, op, c)
 		})
 	}
-	if plan := f.consumeRequests(p, job, op, c); plan != nil {
+	if plan := f.consumeRequests(p, job, op, c, booked); plan != nil {
 		res.plan = plan
 	}
 	if reason, ok := planReasonOf(op, c, res.plan); ok {
