@@ -488,41 +488,6 @@ func (c *moduleChecks) version() {
 	}
 }
 
-// capacityWords are the attribute name parts that say desired capacity in
-// the scaling-group resources of the common providers (desired_capacity,
-// desired_size, target_size, capacity, size, node_count, instances...).
-var capacityWords = []string{"desired", "capacity", "size", "count", "replicas", "instances"}
-
-func (c *moduleChecks) autoscaling() {
-	if c.role != contract.RoleMachinePool || !c.root.uses(contract.InputAutoscaling) {
-		return
-	}
-	for _, m := range c.all {
-		for _, r := range m.resources {
-			if r.mode != "resource" {
-				continue
-			}
-			if r.ignoreAll {
-				return
-			}
-			for _, n := range r.ignored {
-				for _, w := range capacityWords {
-					if strings.Contains(n, w) {
-						return
-					}
-				}
-			}
-		}
-	}
-	v := c.root.variable(contract.InputAutoscaling)
-	var rng *hcl.Range
-	if v != nil {
-		rng = &v.rng
-	}
-	c.add(CheckPoolAutoscalingIgnoreChanges, SeverityWarning, rng,
-		"the module uses var.autoscaling, but no resource ignores changes to its desired capacity: add lifecycle { ignore_changes = [...] } for the scaling group's desired size")
-}
-
 // declarations lists the blocks a file declares, as "variable.x",
 // "resource.t.n", "local.x"...
 func declarations(f *file) []string {
