@@ -205,7 +205,7 @@ type module struct {
 	// locals maps each local value's name to its expression.
 	locals map[string]hcl.Expression
 	// refs holds the var.NAME names referenced anywhere but in the
-	// arguments of a module call.
+	// arguments of a module call and in variable blocks.
 	refs map[string]bool
 }
 
@@ -564,7 +564,10 @@ func (l *loader) readResource(b *hcl.Block, json bool) *resource {
 }
 
 // collectRefs records the input variables the file references outside
-// the arguments of module calls.
+// the arguments of module calls and outside variable blocks. A variable
+// block can reference variables only in its validations (condition and
+// error_message), and a validation accepts or refuses a value without
+// using it.
 func (l *loader) collectRefs(m *module, f *file) {
 	if f.json {
 		var doc map[string]any
@@ -573,7 +576,7 @@ func (l *loader) collectRefs(m *module, f *file) {
 			return
 		}
 		for k, v := range doc {
-			if k == "module" {
+			if k == "module" || k == "variable" {
 				continue
 			}
 			jsonRefs(v, m.refs)
@@ -588,7 +591,7 @@ func (l *loader) collectRefs(m *module, f *file) {
 		addVarRefs(a.Expr.Variables(), m.refs)
 	}
 	for _, b := range body.Blocks {
-		if b.Type == "module" {
+		if b.Type == "module" || b.Type == "variable" {
 			continue
 		}
 		_ = hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {
