@@ -167,9 +167,15 @@ func (c *moduleChecks) inputs() {
 				"variable %q uses the reserved prefix %s but is not a contract input of the %s role: rename it", v.name, contract.ReservedPrefix, c.role)
 			continue
 		}
-		if v.def == nil {
+		// One finding at most: a variable without a default, or one whose
+		// null default its own validation refuses.
+		switch {
+		case v.def == nil:
 			c.add(CheckInputUserVariableDefault, SeverityWarning, &v.rng,
 				"user variable %q has no default: every object that does not set it fails plan", v.name)
+		case isLiteralNull(v.def.Expr) && v.refusesNull():
+			c.add(CheckInputUserVariableNullDefault, SeverityWarning, &v.rng,
+				"user variable %q has default = null, but its validation refuses null: it looks optional, yet every object that does not set it fails plan", v.name)
 		}
 	}
 	if v := c.root.variable(contract.InputTags); v != nil && !c.root.uses(contract.InputTags) {
