@@ -155,39 +155,87 @@ type flow struct {
 	unresolved bool
 }
 
+// edge says that key of module to takes the taint of the keys refs of
+// module from; an edge to a module that is not local has no to.
+type edge struct {
+	from *module
+	refs []string
+	to   *module
+	key  string
+}
+
 // newFlow computes, for every module, the taint of its variables, locals
-// and nested module calls ("var.x", "local.x", "module.x"). Taints only
-// grow, so the fixed point is reached.
+// and nested module calls ("var.x", "local.x", "module.x"). The edges are
+// read once; taints only grow, so the fixed point is reached.
 func newFlow(root *module, all []*module) *flow {
 	f := &flow{taint: map[*module]map[string]taint{}}
 	f.set(root, "var."+contract.InputReplicas, taintReplicas)
 	f.set(root, "var."+contract.InputAutoscaling, taintAutoscaling)
-	for changed := true; changed; {
-		changed = false
-		for _, m := range all {
-			for n, e := range m.locals {
-				changed = f.set(m, "local."+n, f.of(m, e, nil)) || changed
+	var edges []edge
+	for _, m := range all {
+		for n, e := range m.locals {
+			edges = append(edges, edge{from: m, refs: refKeys(e, nil), to: m, key: "local." + n})
+		}
+		for _, c := range m.calls {
+			each := "each:" + c.name // not a name HCL can write
+			edges = append(edges, edge{from: m, refs: refKeys(c.forEach, nil), to: m, key: each})
+			for arg, e := range c.args {
+				edges = append(edges, edge{from: m, refs: refKeys(e, map[string]string{"each": each}), to: c.child, key: "var." + arg})
 			}
-			for _, c := range m.calls {
-				scope := map[string]taint{"each": f.of(m, c.forEach, nil)}
-				for arg, e := range c.args {
-					t := f.of(m, e, scope)
-					if c.child == nil {
-						f.unresolved = f.unresolved || t&taintReplicas != 0
-						continue
-					}
-					changed = f.set(c.child, "var."+arg, t) || changed
-				}
-				if c.child == nil {
-					continue
-				}
-				for _, o := range c.child.outputs {
-					changed = f.set(m, "module."+c.name, f.of(c.child, o.value, nil)) || changed
-				}
+			if c.child == nil {
+				continue
+			}
+			for _, o := range c.child.outputs {
+				edges = append(edges, edge{from: c.child, refs: refKeys(o.value, nil), to: m, key: "module." + c.name})
 			}
 		}
 	}
+	for changed := true; changed; {
+		changed = false
+		for _, e := range edges {
+			var t taint
+			for _, r := range e.refs {
+				t |= f.taint[e.from][r]
+			}
+			if e.to == nil {
+				f.unresolved = f.unresolved || t&taintReplicas != 0
+				continue
+			}
+			changed = f.set(e.to, e.key, t) || changed
+		}
+	}
 	return f
+}
+
+// refKeys lists the keys an expression's references name: var.x, local.x
+// and module.x, and for the other roots the key scope maps them to.
+func refKeys(expr hcl.Expression, scope map[string]string) []string {
+	if expr == nil {
+		return nil
+	}
+	var out []string
+	for _, tr := range expr.Variables() {
+		if k := refKey(tr); k != "" {
+			out = append(out, k)
+		} else if k, ok := scope[tr.RootName()]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// refKey is the key of a reference to a variable, a local or a module
+// call, and "" for other references.
+func refKey(tr hcl.Traversal) string {
+	switch root := tr.RootName(); root {
+	case "var", "local", "module":
+		if len(tr) >= 2 {
+			if a, ok := tr[1].(hcl.TraverseAttr); ok {
+				return root + "." + a.Name
+			}
+		}
+	}
+	return ""
 }
 
 // set adds t to the taint of key in m and reports whether it grew.
@@ -216,17 +264,10 @@ func (f *flow) of(m *module, expr hcl.Expression, scope map[string]taint) taint 
 	var t taint
 	tm := f.taint[m]
 	for _, tr := range expr.Variables() {
-		root := tr.RootName()
-		switch root {
-		case "var", "local", "module":
-			if len(tr) < 2 {
-				continue
-			}
-			if a, ok := tr[1].(hcl.TraverseAttr); ok {
-				t |= tm[root+"."+a.Name]
-			}
-		default:
-			t |= scope[root]
+		if k := refKey(tr); k != "" {
+			t |= tm[k]
+		} else {
+			t |= scope[tr.RootName()]
 		}
 	}
 	return t

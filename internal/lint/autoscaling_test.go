@@ -187,6 +187,21 @@ output "size" {
   value = var.desired
 }`,
 		}, []string{"aws_autoscaling_group.g desired_capacity replicas", "terraform_data.echo input replicas"}, false},
+		{"a module call's for_each and each", map[string]string{
+			"main.tf": `
+module "pool" {
+  source   = "./pool"
+  for_each = { a = var.replicas }
+  size     = each.value
+}`,
+			"pool/main.tf": `
+variable "size" {
+  type = number
+}
+resource "aws_autoscaling_group" "g" {
+  desired_capacity = var.size
+}`,
+		}, []string{"aws_autoscaling_group.g desired_capacity replicas"}, false},
 		{"into a registry module", map[string]string{"main.tf": `
 module "asg" {
   source           = "terraform-aws-modules/autoscaling/aws"
