@@ -38,8 +38,9 @@ type pathStep struct {
 	// optional marks the index of a nested block: an ignore path may
 	// leave it out, as for a block that is not a list.
 	optional bool
-	// mayBeBlock marks a JSON property, which may be a nested block: an
-	// ignore path may index it.
+	// mayBeBlock marks a name whose value is written as an object, which
+	// may be a nested block (JSON syntax, or a block in attribute syntax):
+	// an ignore path may index it.
 	mayBeBlock bool
 }
 
@@ -106,8 +107,9 @@ func ignorePath(t hcl.Traversal) attrPath {
 // covers reports whether the ignore_changes path ig covers the attribute
 // path at: ig names at or one of its parents (scaling_config covers
 // scaling_config[0].desired_size). A nested block's index may be left out,
-// a dynamic block's content matches any index, and a path that goes deeper
-// than at's value can be followed is taken to cover it.
+// a value written as an object may be indexed [0] as the one block it may
+// be, a dynamic block's content matches any index, and a path that goes
+// deeper than at's value can be followed is taken to cover it.
 func covers(ig, at attrPath) bool {
 	return coversFrom(ig, at, 0, 0)
 }
@@ -121,7 +123,7 @@ func coversFrom(ig, at attrPath, i, j int) bool {
 		if coversFrom(ig, at, i+1, j+1) {
 			return true
 		}
-		if a.mayBeBlock && i+1 < len(ig) && ig[i+1].kind == stepIndex && coversFrom(ig, at, i+2, j+1) {
+		if a.mayBeBlock && i+1 < len(ig) && ig[i+1].kind == stepIndex && ig[i+1].index == 0 && coversFrom(ig, at, i+2, j+1) {
 			return true
 		}
 	}
@@ -323,7 +325,7 @@ func (w attrWalker) body(b *hclsyntax.Body, prefix attrPath, scope map[string]ta
 		if top && slices.Contains(resourceMeta, name) {
 			continue
 		}
-		w.expr(a.Expr, prefix.with(pathStep{kind: stepName, name: name}), scope, false)
+		w.expr(a.Expr, prefix.with(pathStep{kind: stepName, name: name}), scope)
 	}
 	seen := map[string]int64{}
 	for _, nb := range b.Blocks {
@@ -366,23 +368,22 @@ func (w attrWalker) dynamic(b *hclsyntax.Block, prefix attrPath, scope map[strin
 }
 
 // jsonBody walks a JSON syntax resource body. JSON does not tell a nested
-// block from an object attribute, so objects and arrays are followed
-// alike, and an object may be indexed as a block.
+// block from an object attribute, so both are followed as values.
 func (w attrWalker) jsonBody(b hcl.Body, scope map[string]taint) {
 	attrs, _ := b.JustAttributes()
 	for name, a := range attrs {
 		if slices.Contains(resourceMeta, name) || name == "//" {
 			continue
 		}
-		p := attrPath{{kind: stepName, name: name, mayBeBlock: true}}
+		p := attrPath{{kind: stepName, name: name}}
 		if name != "dynamic" {
-			w.expr(a.Expr, p, scope, true)
+			w.expr(a.Expr, p, scope)
 			continue
 		}
 		// "dynamic": {"LABEL": {"for_each": ..., "content": {...}}}
 		labels, d := hcl.ExprMap(a.Expr)
 		if d.HasErrors() {
-			w.expr(a.Expr, p, scope, true)
+			w.expr(a.Expr, p, scope)
 			continue
 		}
 		for _, kv := range labels {
@@ -397,7 +398,7 @@ func (w attrWalker) jsonBody(b hcl.Body, scope map[string]taint) {
 			for _, it := range items {
 				if k, ok := objectKey(it.Key); ok && k == "content" {
 					lp := attrPath{{kind: stepName, name: label}, {kind: stepAnyIndex, optional: true}}
-					w.expr(it.Value, lp, scope, true)
+					w.expr(it.Value, lp, scope)
 				}
 			}
 		}
@@ -405,26 +406,31 @@ func (w attrWalker) jsonBody(b hcl.Body, scope map[string]taint) {
 }
 
 // expr follows object and tuple constructors (JSON objects and arrays)
-// down to the values that derive from a capacity input.
-func (w attrWalker) expr(e hcl.Expression, p attrPath, scope map[string]taint, json bool) {
+// down to the values that derive from a capacity input. The name of a
+// value written as an object may be indexed: it may be a block.
+func (w attrWalker) expr(e hcl.Expression, p attrPath, scope map[string]taint) {
 	t := w.f.of(w.m, e, scope)
 	if t == 0 {
 		return
 	}
 	if items, d := hcl.ExprMap(e); !d.HasErrors() {
+		if n := len(p); n > 0 && p[n-1].kind == stepName {
+			p = slices.Clone(p)
+			p[n-1].mayBeBlock = true
+		}
 		for _, kv := range items {
 			k, ok := objectKey(kv.Key)
 			if !ok {
 				w.emit(p, t)
 				continue
 			}
-			w.expr(kv.Value, p.with(pathStep{kind: stepName, name: k, mayBeBlock: json}), scope, json)
+			w.expr(kv.Value, p.with(pathStep{kind: stepName, name: k}), scope)
 		}
 		return
 	}
 	if elems, d := hcl.ExprList(e); !d.HasErrors() {
 		for i, el := range elems {
-			w.expr(el, p.with(pathStep{kind: stepIndex, index: int64(i)}), scope, json)
+			w.expr(el, p.with(pathStep{kind: stepIndex, index: int64(i)}), scope)
 		}
 		return
 	}

@@ -9,11 +9,11 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-func step(n string) pathStep     { return pathStep{kind: stepName, name: n} }
-func jsonName(n string) pathStep { return pathStep{kind: stepName, name: n, mayBeBlock: true} }
-func index(i int64) pathStep     { return pathStep{kind: stepIndex, index: i} }
-func block(i int64) pathStep     { return pathStep{kind: stepIndex, index: i, optional: true} }
-func anyBlock() pathStep         { return pathStep{kind: stepAnyIndex, optional: true} }
+func step(n string) pathStep    { return pathStep{kind: stepName, name: n} }
+func objStep(n string) pathStep { return pathStep{kind: stepName, name: n, mayBeBlock: true} }
+func index(i int64) pathStep    { return pathStep{kind: stepIndex, index: i} }
+func block(i int64) pathStep    { return pathStep{kind: stepIndex, index: i, optional: true} }
+func anyBlock() pathStep        { return pathStep{kind: stepAnyIndex, optional: true} }
 
 func parseIgnore(t *testing.T, s string) attrPath {
 	t.Helper()
@@ -78,9 +78,10 @@ func TestCovers(t *testing.T) {
 		{"an object attribute's other key", "scaling.min", attrPath{step("scaling"), step("desired")}, false},
 		{"a tuple element", "pools[1].size", attrPath{step("pools"), index(1), step("size")}, true},
 		{"a tuple's index is not optional", "pools.size", attrPath{step("pools"), index(1), step("size")}, false},
-		{"a JSON object read as a block", "scaling_config[0].desired_size", attrPath{jsonName("scaling_config"), jsonName("desired_size")}, true},
-		{"a JSON object read as an object", "scaling_config.desired_size", attrPath{jsonName("scaling_config"), jsonName("desired_size")}, true},
-		{"a JSON object's sibling", "scaling_config[0].max_size", attrPath{jsonName("scaling_config"), jsonName("desired_size")}, false},
+		{"an object value read as a block", "scaling_config[0].desired_size", attrPath{objStep("scaling_config"), step("desired_size")}, true},
+		{"an object value read as an object", "scaling_config.desired_size", attrPath{objStep("scaling_config"), step("desired_size")}, true},
+		{"an object value's sibling", "scaling_config[0].max_size", attrPath{objStep("scaling_config"), step("desired_size")}, false},
+		{"an object value's other index", "scaling_config[1].desired_size", attrPath{objStep("scaling_config"), step("desired_size")}, false},
 		{"deeper than the value can be followed", `tags["replicas"]`, attrPath{step("tags")}, true},
 	} {
 		if got := covers(parseIgnore(t, tc.ignore), tc.attr); got != tc.want {
