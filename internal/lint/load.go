@@ -239,10 +239,9 @@ type resource struct {
 	// included (scaling_config[0].desired_size).
 	ignoreAll bool
 	ignored   []attrPath
-	// body is the resource block's body, json whether it is in JSON
-	// syntax, and forEach its for_each expression (nil without one).
+	// body is the resource block's body, forEach its for_each
+	// expression (nil without one).
 	body    hcl.Body
-	json    bool
 	forEach hcl.Expression
 }
 
@@ -443,7 +442,7 @@ func (l *loader) readFile(m *module, f *file) {
 			}
 			m.outputs = append(m.outputs, o)
 		case "resource", "data", "ephemeral":
-			m.resources = append(m.resources, l.readResource(b, f.json))
+			m.resources = append(m.resources, l.readResource(b))
 		case "locals":
 			// A block inside locals is invalid; the attributes are still
 			// returned.
@@ -520,8 +519,8 @@ func (l *loader) readTerraform(m *module, b *hcl.Block) {
 	}
 }
 
-func (l *loader) readResource(b *hcl.Block, json bool) *resource {
-	r := &resource{mode: b.Type, typ: b.Labels[0], name: b.Labels[1], rng: b.DefRange, body: b.Body, json: json}
+func (l *loader) readResource(b *hcl.Block) *resource {
+	r := &resource{mode: b.Type, typ: b.Labels[0], name: b.Labels[1], rng: b.DefRange, body: b.Body}
 	r.providerName, _, _ = strings.Cut(r.typ, "_")
 	c, _, _ := b.Body.PartialContent(resourceSchema)
 	if a := c.Attributes["provider"]; a != nil {
