@@ -437,6 +437,10 @@ func (w attrWalker) expr(e hcl.Expression, p attrPath, scope map[string]taint) {
 	w.emit(p, t)
 }
 
+// maxNamed caps the attributes a pool/autoscaling-ignore-changes message
+// names.
+const maxNamed = 5
+
 // autoscaling reports a machinepool module that uses var.autoscaling but
 // ignores changes to none of the attributes it sets from var.replicas.
 // The attributes set from var.replicas alone are the desired capacity;
@@ -477,6 +481,9 @@ func (c *moduleChecks) autoscaling() {
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	if len(names) > maxNamed {
+		names = append(names[:maxNamed], fmt.Sprintf("%d more", len(names)-maxNamed))
+	}
 	v := c.root.variable(contract.InputAutoscaling)
 	var rng *hcl.Range
 	if v != nil {

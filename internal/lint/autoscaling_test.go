@@ -1,12 +1,15 @@
 package lint
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 )
 
 func step(n string) pathStep    { return pathStep{kind: stepName, name: n} }
@@ -250,5 +253,35 @@ module "asg" {
 				t.Errorf("unresolved = %v, want %v", f.unresolved, tc.unresolved)
 			}
 		})
+	}
+}
+
+// TestAutoscalingFindingNamesTheAttributes: the finding names the
+// desired-capacity attributes left unignored, five at most (reference:
+// tfcapi-lint CLI, pool/autoscaling-ignore-changes).
+func TestAutoscalingFindingNamesTheAttributes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("resource \"example_group\" \"g\" {\n  min = var.autoscaling.min\n")
+	for i := range 7 {
+		fmt.Fprintf(&b, "  size_%d = var.replicas\n", i)
+	}
+	b.WriteString("}\n")
+	root, all, err := loadModule(mapSource{"main.tf": []byte(b.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &findings{}
+	(&moduleChecks{role: contract.RoleMachinePool, root: root, all: all, fs: fs}).autoscaling()
+	if len(fs.list) != 1 {
+		t.Fatalf("findings: %+v", fs.list)
+	}
+	msg := fs.list[0].Message
+	for _, want := range []string{"size_0 of example_group.g at main.tf:1", "size_4 of example_group.g", "; 2 more)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "size_5") || strings.Contains(msg, "min of") {
+		t.Errorf("message names too much: %s", msg)
 	}
 }
