@@ -1,9 +1,68 @@
 package lint
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
+
+	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
+
+// nullCases are validation conditions of a variable x declared with
+// default = null; runtime is what OpenTofu's plan does with them when x is
+// not set ("" when the case says nothing about it).
+var nullCases = []struct {
+	typ, cond string
+	refuses   bool
+	runtime   string
+}{
+	// Certainly refused.
+	{"string", "var.x != null", true, "refused"},
+	{"string", "!(var.x == null)", true, "refused"},
+	{"string", "length(var.x) > 0", true, "refused"},
+	{"list(string)", "length(var.x) > 0", true, "refused"},
+	{"string", `can(regex("^a", var.x))`, true, "refused"},
+	{"string", `try(length(var.x) > 0, false)`, true, "refused"},
+	{"string", `contains(["a", "b"], var.x)`, true, "refused"},
+	{"string", `startswith(var.x, "vpc-")`, true, "refused"},
+	{"string", `endswith(var.x, ".")`, true, "refused"},
+	{"string", `strcontains(var.x, ":")`, true, "refused"},
+	{"number", "var.x > 0", true, "refused"},
+	{"number", "var.x >= 1 && var.x <= 10", true, "refused"},
+	{"bool", "var.x", true, "refused"},
+	{"object({ name = string })", `var.x.name != ""`, true, "refused"},
+	{"object({ name = string, zones = optional(list(string), []) })", `length(var.x.zones) > 0`, true, "refused"},
+	{"list(string)", `alltrue([for z in var.x : z != ""])`, true, "refused"},
+	{"map(string)", `length(keys(var.x)) > 0`, true, "refused"},
+	{"string", `coalesce(var.x, "") != ""`, true, "refused"},
+	{"", "var.x != null", true, "refused"},
+	{"", `length(var.x) > 0`, true, "refused"},
+	{"string", `lower(var.x) == var.x`, true, "refused"},
+	{"string", `var.x == ""`, true, "refused"},
+	// Null is accepted.
+	{"string", "var.x == null || length(var.x) > 0", false, "accepted"},
+	{"string", `var.x == null ? true : can(regex("^a", var.x))`, false, "accepted"},
+	{"string", `var.x != ""`, false, "accepted"},
+	{"string", `var.x == null || var.x != ""`, false, "accepted"},
+	{"list(string)", `alltrue([for z in coalesce(var.x, []) : endswith(z, "a")])`, false, "accepted"},
+	{"list(string)", `length(coalesce(var.x, [])) <= 3`, false, "accepted"},
+	{"string", `tostring(var.x) == null || true`, false, "accepted"},
+	{"string", `startswith(coalesce(var.x, "vpc-default"), "vpc-")`, false, "accepted"},
+	{"string", `coalesce(var.x, "", "a") == "a"`, false, "accepted"},
+	{"number", `try(var.x > 0, true)`, false, "accepted"},
+	{"list(string)", `anytrue([var.x == null, false])`, false, "accepted"},
+	// Not knowable: not reported.
+	{"string", `provider::aws::arn_parse(var.x).service == "iam"`, false, ""},
+	{"string", `cidrhost(var.x, 1) != ""`, false, ""},
+	{"number", `var.y > 0 && var.x > 0`, false, ""},
+	{"number", `local.enabled || var.x > 0`, false, ""},
+	{"string", `false`, false, ""},
+	// The condition fails whatever the value: not because of null.
+	{"string", `var.x != null && tonumber("abc") > 0`, false, ""},
+	{"number", `length(var.x) > 0`, false, ""},
+}
 
 // TestRefusesNull: a validation refuses null when, with the variable null,
 // its condition is false or null or fails, and it evaluates without error
@@ -11,66 +70,58 @@ import (
 // variable, or calls a function tfcapi-lint does not evaluate, is never
 // reported (reference: tfcapi-lint CLI, input/user-variable-null-default).
 func TestRefusesNull(t *testing.T) {
-	for _, tc := range []struct {
-		typ, cond string
-		want      bool
-	}{
-		// Certainly refused.
-		{"string", "var.x != null", true},
-		{"string", "!(var.x == null)", true},
-		{"string", "length(var.x) > 0", true},
-		{"list(string)", "length(var.x) > 0", true},
-		{"string", `can(regex("^a", var.x))`, true},
-		{"string", `try(length(var.x) > 0, false)`, true},
-		{"string", `contains(["a", "b"], var.x)`, true},
-		{"string", `startswith(var.x, "vpc-")`, true},
-		{"string", `endswith(var.x, ".")`, true},
-		{"string", `strcontains(var.x, ":")`, true},
-		{"number", "var.x > 0", true},
-		{"number", "var.x >= 1 && var.x <= 10", true},
-		{"bool", "var.x", true},
-		{"object({ name = string })", `var.x.name != ""`, true},
-		{"object({ name = string, zones = optional(list(string), []) })", `length(var.x.zones) > 0`, true},
-		{"list(string)", `alltrue([for z in var.x : z != ""])`, true},
-		{"map(string)", `length(keys(var.x)) > 0`, true},
-		{"string", `coalesce(var.x, "") != ""`, true},
-		{"", "var.x != null", true},
-		{"", `length(var.x) > 0`, true},
-		{"string", `lower(var.x) == var.x`, true},
-		{"string", `var.x == ""`, true},
-		// Null is accepted.
-		{"string", "var.x == null || length(var.x) > 0", false},
-		{"string", `var.x == null ? true : can(regex("^a", var.x))`, false},
-		{"string", `var.x != ""`, false},
-		{"string", `var.x == null || var.x != ""`, false},
-		{"list(string)", `alltrue([for z in coalesce(var.x, []) : endswith(z, "a")])`, false},
-		{"list(string)", `length(coalesce(var.x, [])) <= 3`, false},
-		{"string", `tostring(var.x) == null || true`, false},
-		{"string", `startswith(coalesce(var.x, "vpc-default"), "vpc-")`, false},
-		{"string", `coalesce(var.x, "", "a") == "a"`, false},
-		{"number", `try(var.x > 0, true)`, false},
-		{"list(string)", `anytrue([var.x == null, false])`, false},
-		// Not knowable: not reported.
-		{"string", `provider::aws::arn_parse(var.x).service == "iam"`, false},
-		{"string", `cidrhost(var.x, 1) != ""`, false},
-		{"number", `var.y > 0 && var.x > 0`, false},
-		{"number", `local.enabled || var.x > 0`, false},
-		{"string", `false`, false},
-		// The condition fails whatever the value: not because of null.
-		{"string", `var.x != null && tonumber("abc") > 0`, false},
-		{"number", `length(var.x) > 0`, false},
-	} {
-		src := "variable \"x\" {\n"
-		if tc.typ != "" {
-			src += "  type = " + tc.typ + "\n"
-		}
-		src += fmt.Sprintf("  default = null\n  validation {\n    condition     = %s\n    error_message = \"x\"\n  }\n}\n", tc.cond)
-		root, _, err := loadModule(mapSource{"v.tf": []byte(src)})
+	for _, tc := range nullCases {
+		root, _, err := loadModule(mapSource{"v.tf": []byte(nullCaseModule(tc.typ, tc.cond))})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.cond, err)
 		}
-		if got := root.variable("x").refusesNull(); got != tc.want {
-			t.Errorf("type %q, condition %s: refusesNull = %v, want %v", tc.typ, tc.cond, got, tc.want)
+		if got := root.variable("x").refusesNull(); got != tc.refuses {
+			t.Errorf("type %q, condition %s: refusesNull = %v, want %v", tc.typ, tc.cond, got, tc.refuses)
+		}
+	}
+}
+
+func nullCaseModule(typ, cond string) string {
+	src := "variable \"x\" {\n"
+	if typ != "" {
+		src += "  type = " + typ + "\n"
+	}
+	return src + fmt.Sprintf("  default = null\n  validation {\n    condition     = %s\n    error_message = \"x\"\n  }\n}\n", cond)
+}
+
+// TestRefusesNullAgreesWithOpenTofu plans each case that names a runtime
+// outcome with the pinned OpenTofu, x unset: what tfcapi-lint says is
+// refused, plan refuses; what it says is accepted, plan accepts
+// (reference: tfcapi-lint CLI, input/user-variable-null-default).
+func TestRefusesNullAgreesWithOpenTofu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs tofu plan")
+	}
+	tofu, err := tools.Path("tofu")
+	if err != nil {
+		t.Skip(err)
+	}
+	home := t.TempDir()
+	for _, tc := range nullCases {
+		if tc.runtime == "" {
+			continue
+		}
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "main.tf"), nullCaseModule(tc.typ, tc.cond))
+		cmd := exec.Command(tofu, "plan", "-input=false", "-no-color")
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + home, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1"}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		got := "accepted"
+		switch {
+		case errors.As(err, &exit):
+			got = "refused"
+		case err != nil:
+			t.Fatalf("tofu plan: %v", err)
+		}
+		if got != tc.runtime {
+			t.Errorf("type %q, condition %s: tofu plan %s x = null, the case says %s\n%s", tc.typ, tc.cond, got, tc.runtime, out)
 		}
 	}
 }
