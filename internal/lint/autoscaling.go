@@ -278,9 +278,13 @@ func (f *flow) of(m *module, expr hcl.Expression, scope map[string]taint) taint 
 // capacityAttr is a resource attribute whose value derives from a
 // capacity input.
 type capacityAttr struct {
+	m     *module
 	res   *resource
 	path  attrPath
 	taint taint
+	// expr is the attribute's value expression (for an object key that is
+	// not a constant, the whole object's).
+	expr hcl.Expression
 }
 
 // attrs lists the attribute paths of the managed resources of every module
@@ -292,9 +296,9 @@ func (f *flow) attrs(all []*module) []capacityAttr {
 			if r.mode != "resource" {
 				continue
 			}
-			w := attrWalker{f: f, m: m, emit: func(p attrPath, t taint) {
+			w := attrWalker{f: f, m: m, emit: func(p attrPath, t taint, e hcl.Expression) {
 				if t&taintReplicas != 0 {
-					out = append(out, capacityAttr{res: r, path: p, taint: t})
+					out = append(out, capacityAttr{m: m, res: r, path: p, taint: t, expr: e})
 				}
 			}}
 			scope := map[string]taint{"each": f.of(m, r.forEach, nil)}
@@ -315,7 +319,7 @@ var resourceMeta = []string{"count", "for_each", "provider", "depends_on", "life
 type attrWalker struct {
 	f    *flow
 	m    *module
-	emit func(attrPath, taint)
+	emit func(attrPath, taint, hcl.Expression)
 }
 
 // body walks a native syntax body: attributes by name, the k-th nested
@@ -421,7 +425,7 @@ func (w attrWalker) expr(e hcl.Expression, p attrPath, scope map[string]taint) {
 		for _, kv := range items {
 			k, ok := objectKey(kv.Key)
 			if !ok {
-				w.emit(p, t)
+				w.emit(p, t, e)
 				continue
 			}
 			w.expr(kv.Value, p.with(pathStep{kind: stepName, name: k}), scope)
@@ -434,7 +438,74 @@ func (w attrWalker) expr(e hcl.Expression, p attrPath, scope map[string]taint) {
 		}
 		return
 	}
-	w.emit(p, t)
+	w.emit(p, t, e)
+}
+
+// autoscalingEval evaluates root module expressions as they are while the
+// pool autoscales: var.autoscaling.enabled is true, everything else
+// unknown but for the locals that follow from it.
+type autoscalingEval struct {
+	vars   map[string]cty.Value
+	locals map[string]cty.Value
+}
+
+// maxLocalRounds caps the rounds of local evaluation: a local that needs
+// more stays unknown.
+const maxLocalRounds = 4
+
+func newAutoscalingEval(root *module) *autoscalingEval {
+	e := &autoscalingEval{vars: map[string]cty.Value{}, locals: map[string]cty.Value{}}
+	for _, v := range root.variables {
+		e.vars[v.name] = cty.DynamicVal
+	}
+	e.vars[contract.InputReplicas] = cty.UnknownVal(cty.Number)
+	e.vars[contract.InputAutoscaling] = cty.ObjectVal(map[string]cty.Value{
+		"enabled": cty.True, "min": cty.UnknownVal(cty.Number), "max": cty.UnknownVal(cty.Number),
+	})
+	for n := range root.locals {
+		e.locals[n] = cty.DynamicVal
+	}
+	for range maxLocalRounds {
+		next := map[string]cty.Value{}
+		for n, x := range root.locals {
+			next[n] = e.value(x)
+		}
+		e.locals = next
+	}
+	return e
+}
+
+// value evaluates expr; an error makes it unknown.
+func (e *autoscalingEval) value(expr hcl.Expression) (v cty.Value) {
+	defer func() {
+		if recover() != nil {
+			v = cty.DynamicVal
+		}
+	}()
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": cty.ObjectVal(e.vars), "local": cty.ObjectVal(e.locals)},
+		Functions: validationFunctions(),
+	}
+	for _, t := range expr.Variables() {
+		if r := t.RootName(); r != "var" && r != "local" {
+			ctx.Variables[r] = cty.DynamicVal
+		}
+	}
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		return cty.DynamicVal
+	}
+	return v
+}
+
+// null reports whether expr is certainly null while the pool autoscales
+// (desired_capacity = var.autoscaling.enabled ? null : var.replicas).
+func (e *autoscalingEval) null(expr hcl.Expression) bool {
+	if expr == nil {
+		return false
+	}
+	v, _ := e.value(expr).Unmark()
+	return v.IsKnown() && v.IsNull()
 }
 
 // maxNamed caps the attributes a pool/autoscaling-ignore-changes message
@@ -468,6 +539,7 @@ func (c *moduleChecks) autoscaling() {
 		return // no attribute is set from var.replicas: nothing can drift
 	}
 	var names []string
+	var whileAutoscaling *autoscalingEval
 	for _, a := range desired {
 		if a.res.ignoreAll {
 			return
@@ -475,6 +547,14 @@ func (c *moduleChecks) autoscaling() {
 		for _, ig := range a.res.ignored {
 			if covers(ig, a.path) {
 				return
+			}
+		}
+		if a.m == c.root {
+			if whileAutoscaling == nil {
+				whileAutoscaling = newAutoscalingEval(c.root)
+			}
+			if whileAutoscaling.null(a.expr) {
+				return // the module sets no desired capacity while autoscaling
 			}
 		}
 		names = append(names, fmt.Sprintf("%s of %s.%s at %s", a.path, a.res.typ, a.res.name, rangeText(a.res.rng)))

@@ -285,3 +285,46 @@ func TestAutoscalingFindingNamesTheAttributes(t *testing.T) {
 		t.Errorf("message names too much: %s", msg)
 	}
 }
+
+// TestNullWhileAutoscaling: a root module value that is null whenever
+// var.autoscaling.enabled is true sets no desired capacity while the pool
+// autoscales, directly or through locals; anything unknown is not null
+// (reference: tfcapi-lint CLI, pool/autoscaling-ignore-changes).
+func TestNullWhileAutoscaling(t *testing.T) {
+	src := `
+variable "fixed" {
+  type    = bool
+  default = false
+}
+locals {
+  on      = var.autoscaling.enabled
+  desired = local.on ? null : var.replicas
+  deep    = local.desired
+  set     = var.autoscaling.enabled ? var.replicas : null
+}
+resource "x" "y" {
+  direct   = var.autoscaling.enabled ? null : var.replicas
+  negated  = !var.autoscaling.enabled ? var.replicas : null
+  local    = local.desired
+  deep     = local.deep
+  try      = try(var.autoscaling.enabled ? null : var.replicas, 1)
+  set      = local.set
+  plain    = var.replicas
+  other    = var.fixed ? null : var.replicas
+  each     = each.value
+  unknownf = nope(var.replicas)
+  literal  = null
+}`
+	root, _, err := loadModule(mapSource{"main.tf": []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newAutoscalingEval(root)
+	attrs, _ := root.resources[0].body.JustAttributes()
+	want := map[string]bool{"direct": true, "negated": true, "local": true, "deep": true, "try": true, "literal": true}
+	for n, a := range attrs {
+		if got := e.null(a.Expr); got != want[n] {
+			t.Errorf("%s: null while autoscaling = %v, want %v", n, got, want[n])
+		}
+	}
+}
