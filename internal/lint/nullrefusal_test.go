@@ -89,39 +89,43 @@ func nullCaseModule(typ, cond string) string {
 	return src + fmt.Sprintf("  default = null\n  validation {\n    condition     = %s\n    error_message = \"x\"\n  }\n}\n", cond)
 }
 
-// TestRefusesNullAgreesWithOpenTofu plans each case that names a runtime
-// outcome with the pinned OpenTofu, x unset: what tfcapi-lint says is
-// refused, plan refuses; what it says is accepted, plan accepts
-// (reference: tfcapi-lint CLI, input/user-variable-null-default).
-func TestRefusesNullAgreesWithOpenTofu(t *testing.T) {
+// TestRefusesNullAgreesWithTheRuntimes plans each case that names a
+// runtime outcome with the pinned OpenTofu and Terraform, x unset: what
+// tfcapi-lint says is refused, both refuse; what it says is accepted,
+// OpenTofu accepts (Terraform 1.5 evaluates both sides of || and may
+// refuse it) (reference: tfcapi-lint CLI, input/user-variable-null-default).
+func TestRefusesNullAgreesWithTheRuntimes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs tofu plan")
+		t.Skip("runs tofu plan and terraform plan")
 	}
-	tofu, err := tools.Path("tofu")
-	if err != nil {
-		t.Skip(err)
-	}
-	home := t.TempDir()
-	for _, tc := range nullCases {
-		if tc.runtime == "" {
+	for _, runtime := range []string{"tofu", "terraform"} {
+		bin, err := tools.Path(runtime)
+		if err != nil {
+			t.Logf("%s: %v", runtime, err)
 			continue
 		}
-		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "main.tf"), nullCaseModule(tc.typ, tc.cond))
-		cmd := exec.Command(tofu, "plan", "-input=false", "-no-color")
-		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + home, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1"}
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		got := "accepted"
-		switch {
-		case errors.As(err, &exit):
-			got = "refused"
-		case err != nil:
-			t.Fatalf("tofu plan: %v", err)
-		}
-		if got != tc.runtime {
-			t.Errorf("type %q, condition %s: tofu plan %s x = null, the case says %s\n%s", tc.typ, tc.cond, got, tc.runtime, out)
+		home := t.TempDir()
+		for _, tc := range nullCases {
+			if tc.runtime == "" || (runtime == "terraform" && tc.runtime == "accepted") {
+				continue
+			}
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.tf"), nullCaseModule(tc.typ, tc.cond))
+			cmd := exec.Command(bin, "plan", "-input=false", "-no-color")
+			cmd.Dir = dir
+			cmd.Env = []string{"HOME=" + home, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1"}
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			got := "accepted"
+			switch {
+			case errors.As(err, &exit):
+				got = "refused"
+			case err != nil:
+				t.Fatalf("%s plan: %v", runtime, err)
+			}
+			if got != tc.runtime {
+				t.Errorf("type %q, condition %s: %s plan %s x = null, the case says %s\n%s", tc.typ, tc.cond, runtime, got, tc.runtime, out)
+			}
 		}
 	}
 }
