@@ -91,3 +91,22 @@ func BenchmarkLint50Files(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLintCorpus lints the module of every corpus case once an
+// iteration and reports the mean time a module takes (the goal is under
+// 50 ms a module).
+func BenchmarkLintCorpus(b *testing.B) {
+	cases := readCorpus(b)
+	dirs := make([]string, len(cases))
+	for i, c := range cases {
+		dirs[i] = c.materialize(b)
+	}
+	for b.Loop() {
+		for i, c := range cases {
+			if _, err := LintModule(dirs[i], ModuleOptions{Role: c.role, Contract: contract.Version}); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cases))/1e6, "ms/module")
+}

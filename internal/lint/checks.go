@@ -16,6 +16,7 @@ const (
 	CheckInputTagsUnused              = "input/tags-unused"
 	CheckInputType                    = "input/type"
 	CheckInputUserVariableDefault     = "input/user-variable-default"
+	CheckInputUserVariableNullDefault = "input/user-variable-null-default"
 	CheckModuleBackend                = "module/backend"
 	CheckModuleCloud                  = "module/cloud"
 	CheckModuleProviderConfig         = "module/provider-config"
@@ -99,6 +100,9 @@ var checks = []Check{
 	{ID: CheckInputUserVariableDefault, Severities: one(SeverityWarning), Roles: allRoles,
 		Summary: "A variable that is not a contract input has no default.",
 		Help:    "Give the user variable a default so the module plans when no object sets it, or allow the warning when every object is meant to set it."},
+	{ID: CheckInputUserVariableNullDefault, Severities: one(SeverityWarning), Roles: allRoles,
+		Summary: "A variable that is not a contract input has default = null, but one of its validations refuses null: it looks optional and is not (a variable without any default is input/user-variable-default instead).",
+		Help:    "Give the variable a default its validations accept, or let the validation accept null (var.x == null ? true : ...) when the module copes without a value; allow the warning only when every object is meant to set it."},
 	{ID: CheckModuleBackend, Severities: one(SeverityError), Roles: allRoles,
 		Summary: "The module or a nested module declares a backend block.",
 		Help:    "Remove the backend block: CAPTF's generated root configures the kubernetes backend itself."},

@@ -87,7 +87,7 @@ type corpusCase struct {
 	files map[string]string
 }
 
-func readCorpus(t *testing.T) []corpusCase {
+func readCorpus(t testing.TB) []corpusCase {
 	t.Helper()
 	paths, err := filepath.Glob("testdata/module/*.txt")
 	if err != nil || len(paths) == 0 {

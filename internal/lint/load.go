@@ -202,8 +202,10 @@ type module struct {
 	clouds            []hcl.Range
 	requiredVersions  []requiredVersion
 	requiredProviders map[string]string
+	// locals maps each local value's name to its expression.
+	locals map[string]hcl.Expression
 	// refs holds the var.NAME names referenced anywhere but in the
-	// arguments of a module call.
+	// arguments of a module call and in variable blocks.
 	refs map[string]bool
 }
 
@@ -216,6 +218,8 @@ type variable struct {
 	def       *hcl.Attribute
 	sensitive hcl.Expression
 	nullable  hcl.Expression
+	// conditions are the conditions of the variable's validation blocks.
+	conditions []hcl.Expression
 }
 
 type output struct {
@@ -230,17 +234,25 @@ type resource struct {
 	rng             hcl.Range
 	// providerName is the provider's local name.
 	providerName string
-	// ignoreAll is lifecycle { ignore_changes = all }; ignored lists the
-	// first attribute name of each ignore_changes entry.
+	// ignoreAll is lifecycle { ignore_changes = all }; ignored holds the
+	// full attribute path of each ignore_changes entry, index steps
+	// included (scaling_config[0].desired_size).
 	ignoreAll bool
-	ignored   []string
+	ignored   []attrPath
+	// body is the resource block's body, forEach its for_each
+	// expression (nil without one).
+	body    hcl.Body
+	forEach hcl.Expression
 }
 
 type call struct {
 	name   string
 	rng    hcl.Range
 	source string
-	args   map[string]hcl.Expression
+	// args are the called module's variables; forEach is the call's
+	// for_each expression (nil without one).
+	args    map[string]hcl.Expression
+	forEach hcl.Expression
 	// child is the loaded module of a local source, nil otherwise.
 	child *module
 }
@@ -273,7 +285,7 @@ func (l *loader) load(dir string, depth int) *module {
 	if m, ok := l.visited[dir]; ok {
 		return m
 	}
-	m := &module{dir: dir, requiredProviders: map[string]string{}, refs: map[string]bool{}}
+	m := &module{dir: dir, requiredProviders: map[string]string{}, locals: map[string]hcl.Expression{}, refs: map[string]bool{}}
 	l.visited[dir] = m
 	l.all = append(l.all, m)
 	names, _, err := l.src.list(dir)
@@ -376,12 +388,14 @@ var (
 			{Type: "required_providers"},
 		},
 	}
-	variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "type"}, {Name: "default"}, {Name: "sensitive"}, {Name: "nullable"},
-	}}
-	outputSchema   = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "value"}}}
-	resourceSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "provider"}},
+	variableSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "sensitive"}, {Name: "nullable"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "validation"}},
+	}
+	validationSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "condition"}}}
+	outputSchema     = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "value"}}}
+	resourceSchema   = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "provider"}, {Name: "for_each"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "lifecycle"}},
 	}
 	lifecycleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "ignore_changes"}}}
@@ -412,6 +426,12 @@ func (l *loader) readFile(m *module, f *file) {
 			if a := c.Attributes["nullable"]; a != nil {
 				v.nullable = a.Expr
 			}
+			for _, vb := range c.Blocks {
+				vc, _, _ := vb.Body.PartialContent(validationSchema)
+				if a := vc.Attributes["condition"]; a != nil {
+					v.conditions = append(v.conditions, a.Expr)
+				}
+			}
 			m.variables = append(m.variables, v)
 		case "output":
 			c, _, diags := b.Body.PartialContent(outputSchema)
@@ -423,6 +443,13 @@ func (l *loader) readFile(m *module, f *file) {
 			m.outputs = append(m.outputs, o)
 		case "resource", "data", "ephemeral":
 			m.resources = append(m.resources, l.readResource(b))
+		case "locals":
+			// A block inside locals is invalid; the attributes are still
+			// returned.
+			attrs, _ := b.Body.JustAttributes()
+			for n, a := range attrs {
+				m.locals[n] = a.Expr
+			}
 		case "module":
 			c, remain, diags := b.Body.PartialContent(moduleSchema)
 			l.err.addDiags(diags)
@@ -440,6 +467,9 @@ func (l *loader) readFile(m *module, f *file) {
 				if !slices.Contains(moduleMetaArguments, n) {
 					mc.args[n] = a.Expr
 				}
+			}
+			if a := attrs["for_each"]; a != nil {
+				mc.forEach = a.Expr
 			}
 			m.calls = append(m.calls, mc)
 		case "provider":
@@ -490,13 +520,16 @@ func (l *loader) readTerraform(m *module, b *hcl.Block) {
 }
 
 func (l *loader) readResource(b *hcl.Block) *resource {
-	r := &resource{mode: b.Type, typ: b.Labels[0], name: b.Labels[1], rng: b.DefRange}
+	r := &resource{mode: b.Type, typ: b.Labels[0], name: b.Labels[1], rng: b.DefRange, body: b.Body}
 	r.providerName, _, _ = strings.Cut(r.typ, "_")
 	c, _, _ := b.Body.PartialContent(resourceSchema)
 	if a := c.Attributes["provider"]; a != nil {
 		if t, d := hcl.AbsTraversalForExpr(a.Expr); !d.HasErrors() && len(t) > 0 {
 			r.providerName = t.RootName()
 		}
+	}
+	if a := c.Attributes["for_each"]; a != nil {
+		r.forEach = a.Expr
 	}
 	for _, lb := range c.Blocks {
 		lc, _, _ := lb.Body.PartialContent(lifecycleSchema)
@@ -521,8 +554,8 @@ func (l *loader) readResource(b *hcl.Block) *resource {
 			if d.HasErrors() || len(t) == 0 {
 				continue
 			}
-			if n, ok := t[0].(hcl.TraverseAttr); ok {
-				r.ignored = append(r.ignored, n.Name)
+			if p := ignorePath(t); len(p) > 0 {
+				r.ignored = append(r.ignored, p)
 			}
 		}
 	}
@@ -530,7 +563,10 @@ func (l *loader) readResource(b *hcl.Block) *resource {
 }
 
 // collectRefs records the input variables the file references outside
-// the arguments of module calls.
+// the arguments of module calls and outside variable blocks. A variable
+// block can reference variables only in its validations (condition and
+// error_message), and a validation accepts or refuses a value without
+// using it.
 func (l *loader) collectRefs(m *module, f *file) {
 	if f.json {
 		var doc map[string]any
@@ -539,7 +575,7 @@ func (l *loader) collectRefs(m *module, f *file) {
 			return
 		}
 		for k, v := range doc {
-			if k == "module" {
+			if k == "module" || k == "variable" {
 				continue
 			}
 			jsonRefs(v, m.refs)
@@ -554,7 +590,7 @@ func (l *loader) collectRefs(m *module, f *file) {
 		addVarRefs(a.Expr.Variables(), m.refs)
 	}
 	for _, b := range body.Blocks {
-		if b.Type == "module" {
+		if b.Type == "module" || b.Type == "variable" {
 			continue
 		}
 		_ = hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {

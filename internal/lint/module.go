@@ -167,9 +167,15 @@ func (c *moduleChecks) inputs() {
 				"variable %q uses the reserved prefix %s but is not a contract input of the %s role: rename it", v.name, contract.ReservedPrefix, c.role)
 			continue
 		}
-		if v.def == nil {
+		// One finding at most: a variable without a default, or one whose
+		// null default its own validation refuses.
+		switch {
+		case v.def == nil:
 			c.add(CheckInputUserVariableDefault, SeverityWarning, &v.rng,
 				"user variable %q has no default: every object that does not set it fails plan", v.name)
+		case isLiteralNull(v.def.Expr) && v.refusesNull():
+			c.add(CheckInputUserVariableNullDefault, SeverityWarning, &v.rng,
+				"user variable %q has default = null, but its validation refuses null: it looks optional, yet every object that does not set it fails plan", v.name)
 		}
 	}
 	if v := c.root.variable(contract.InputTags); v != nil && !c.root.uses(contract.InputTags) {
@@ -486,41 +492,6 @@ func (c *moduleChecks) version() {
 			c.add(CheckModuleVersion, SeverityInfo, &rv.rng, "required_version is not a constant string")
 		}
 	}
-}
-
-// capacityWords are the attribute name parts that say desired capacity in
-// the scaling-group resources of the common providers (desired_capacity,
-// desired_size, target_size, capacity, size, node_count, instances...).
-var capacityWords = []string{"desired", "capacity", "size", "count", "replicas", "instances"}
-
-func (c *moduleChecks) autoscaling() {
-	if c.role != contract.RoleMachinePool || !c.root.uses(contract.InputAutoscaling) {
-		return
-	}
-	for _, m := range c.all {
-		for _, r := range m.resources {
-			if r.mode != "resource" {
-				continue
-			}
-			if r.ignoreAll {
-				return
-			}
-			for _, n := range r.ignored {
-				for _, w := range capacityWords {
-					if strings.Contains(n, w) {
-						return
-					}
-				}
-			}
-		}
-	}
-	v := c.root.variable(contract.InputAutoscaling)
-	var rng *hcl.Range
-	if v != nil {
-		rng = &v.rng
-	}
-	c.add(CheckPoolAutoscalingIgnoreChanges, SeverityWarning, rng,
-		"the module uses var.autoscaling, but no resource ignores changes to its desired capacity: add lifecycle { ignore_changes = [...] } for the scaling group's desired size")
 }
 
 // declarations lists the blocks a file declares, as "variable.x",
