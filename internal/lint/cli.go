@@ -34,16 +34,20 @@ func version() string {
 func Contracts() []string { return []string{contract.Version} }
 
 const usageText = `tfcapi-lint checks a CAPTF module, or the OCI image built from it, against
-the module contract and the image contract.
+the module contract and the image contract; it also tests a module's
+outputs offline and scaffolds new modules.
 
 Usage:
   tfcapi-lint module <module-dir> --role <role> [flags]
   tfcapi-lint image <image-ref> --role <role> [flags]
+  tfcapi-lint test <module-dir> --role <role> [flags]
+  tfcapi-lint init <module-dir> --role <role>
   tfcapi-lint version [--json]
   tfcapi-lint --version
 
-Exit codes: 0 clean, 1 findings (errors; with --strict warnings too),
-2 module unparsable or image unpullable, 3 usage error.
+Exit codes: 0 clean, 1 findings (errors; with --strict warnings too) or
+failed contract-test scenarios, 2 module unparsable, image unpullable,
+runtime failure or scaffold files already present, 3 usage error.
 `
 
 // Formats of the report.
@@ -132,8 +136,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return runModule(args[1:], stdout, stderr)
 	case "image":
 		return runImage(args[1:], stdout, stderr)
+	case "test":
+		return runTest(args[1:], stdout, stderr)
+	case "init":
+		return runInit(args[1:], stdout, stderr)
 	}
-	return usage(stderr, usageErrorf("unknown command %q: want module, image or version", args[0]))
+	return usage(stderr, usageErrorf("unknown command %q: want module, image, test, init or version", args[0]))
 }
 
 func usage(stderr io.Writer, err error) int {
@@ -175,9 +183,10 @@ func imageFlags(stderr io.Writer) (fs *pflag.FlagSet, c *commonFlags, platform *
 }
 
 // Subcommands lists tfcapi-lint's subcommands.
-func Subcommands() []string { return []string{"module", "image", "version"} }
+func Subcommands() []string { return []string{"module", "image", "test", "init", "version"} }
 
-// Flags returns the flag set of a subcommand (module, image or version),
+// Flags returns the flag set of a subcommand (module, image, test, init or
+// version),
 // as its command line parses it; nil for another name.
 func Flags(subcommand string) *pflag.FlagSet {
 	switch subcommand {
@@ -186,6 +195,12 @@ func Flags(subcommand string) *pflag.FlagSet {
 		return fs
 	case "image":
 		fs, _, _, _, _ := imageFlags(io.Discard)
+		return fs
+	case "test":
+		fs, _, _ := testFlagSet(io.Discard)
+		return fs
+	case "init":
+		fs, _ := initFlagSet(io.Discard)
 		return fs
 	case "version":
 		fs, _ := versionFlags(io.Discard)

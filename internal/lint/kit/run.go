@@ -201,8 +201,8 @@ func Test(ctx context.Context, dir string, o TestOptions) (*TestResult, error) {
 	if out, err := run(ctx, bin, module, env, initArgs...); err != nil {
 		msg := redact(lastLines(out, 20), secrets)
 		if len(facts.Providers) > 0 {
-			msg += fmt.Sprintf("\n(the module needs the provider(s) %s: the contract test mocks them, but %s still loads each provider's schema, so they must be installed offline: pass --plugin-dir with a mirror written by `%s providers mirror`)",
-				strings.Join(facts.Providers, ", "), o.Runtime, o.Runtime)
+			msg += fmt.Sprintf("\n(the module needs the provider(s) %s: the harness mocks them, but init installs every required provider and the test reads their schemas, and the contract test never reaches a registry: pass --plugin-dir with a mirror written by `%s providers mirror`)",
+				strings.Join(facts.Providers, ", "), o.Runtime)
 		}
 		return nil, runtimeErrorf("%s init failed: %v\n%s", o.Runtime, err, msg)
 	}
@@ -234,7 +234,9 @@ func Test(ctx context.Context, dir string, o TestOptions) (*TestResult, error) {
 		sr := ScenarioResult{Scenario: s.Name}
 		r, ok := runs[s.Run]
 		switch {
-		case !ok || r.state == nil && r.status == "" || r.status == "skip":
+		case ok && r.status == "skip":
+			sr.Failures = []Failure{{Message: "the run was skipped, after an earlier run failed"}}
+		case !ok || r.state == nil && r.status == "":
 			msg := "the run did not take place"
 			if len(fileDiags) > 0 {
 				msg += ": " + strings.Join(fileDiags, "; ")
