@@ -1,7 +1,6 @@
 package kit
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs/canonical"
 )
 
 // HarnessFile is where tfcapi-lint test --write keeps the harness in a
@@ -100,31 +100,21 @@ type namedValue struct {
 // orderedObject reads a JSON object's members in document order, each
 // value converted to the cty value its JSON implies.
 func orderedObject(doc []byte) ([]namedValue, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
+	members, err := canonical.Members(doc)
+	if err != nil {
+		return nil, err
 	}
-	var out []namedValue
-	for dec.More() {
-		t, err := dec.Token()
+	out := make([]namedValue, 0, len(members))
+	for _, m := range members {
+		ty, err := ctyjson.ImpliedType(m.Raw)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", m.Key, err)
 		}
-		name, _ := t.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		ty, err := ctyjson.ImpliedType(raw)
+		v, err := ctyjson.Unmarshal(m.Raw, ty)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", m.Key, err)
 		}
-		v, err := ctyjson.Unmarshal(raw, ty)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out = append(out, namedValue{name, v})
+		out = append(out, namedValue{m.Key, v})
 	}
 	return out, nil
 }
