@@ -10,14 +10,10 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/imagebuild"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lint"
-	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
@@ -73,32 +69,6 @@ func TestScaffoldedMachineModule(t *testing.T) {
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rows, ok := q.Watch(ctx, testWriter{t}, 4*time.Minute)
-	if !ok {
-		var table strings.Builder
-		framework.Table(&table, rows)
-		t.Log("\n" + table.String())
-		w.dump(ctx)
-		_, why := framework.Done(rows)
-		t.Fatalf("the scaffolded machine did not come up: %s", why)
-	}
-	var tms infrav1.TerraformMachineList
-	if err := w.c.List(ctx, &tms, client.InNamespace(w.ns)); err != nil {
-		t.Fatal(err)
-	}
-	var ms clusterv1.MachineList
-	if err := w.c.List(ctx, &ms, client.InNamespace(w.ns)); err != nil {
-		t.Fatal(err)
-	}
-	if len(tms.Items) != 1 || len(ms.Items) != 1 {
-		t.Fatalf("%d TerraformMachines, %d Machines", len(tms.Items), len(ms.Items))
-	}
-	tm := tms.Items[0]
-	if tm.Spec.Source.Image != image {
-		t.Errorf("TerraformMachine %s runs %q, want the scaffold %q", tm.Name, tm.Spec.Source.Image, image)
-	}
 	// outputs.tf: provider_id = "example:///${var.captf_object.namespace}/${var.machine_name}"
-	if want := "example:///" + w.ns + "/" + ms.Items[0].Name; tm.Spec.ProviderID != want {
-		t.Errorf("providerID %q, want the scaffold's %q", tm.Spec.ProviderID, want)
-	}
+	w.quickStartMachineRuns(ctx, q, 4*time.Minute, image, "example:///")
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lint/kit"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
@@ -133,16 +135,11 @@ func readCases(t *testing.T) []kitCase {
 			t.Fatal(err)
 		}
 		c := kitCase{name: strings.TrimSuffix(filepath.Base(p), ".txt"), files: map[string]string{}}
-		file := ""
-		for _, line := range strings.SplitAfter(string(b), "\n") {
-			if n, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "-- "); ok && strings.HasSuffix(n, " --") {
-				file = strings.TrimSuffix(n, " --")
-				continue
-			}
-			if file != "" {
-				c.files[file] += line
-				continue
-			}
+		a := txtar.Parse(b)
+		for _, f := range a.Files {
+			c.files[f.Name] = string(f.Data)
+		}
+		for _, line := range strings.Split(string(a.Comment), "\n") {
 			k, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
 			switch k {
 			case "role":
