@@ -216,6 +216,7 @@ not json at all
 {"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"ok","test_state":{"format_version":"1.0","outputs":{"provider_id":{"sensitive":true,"value":"p:///1","type":"string"},"replicas":{"sensitive":false,"value":3,"type":"number"}},"root_module":{}},"type":"test_state"}
 {"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"old","test_state":{"values":{"outputs":{"health":{"value":{"state":"running","healthy":true}}}}},"type":"test_state"}
 {"@level":"error","@message":"Error: boom","@testfile":"t.tftest.hcl","@testrun":"bad","diagnostic":{"severity":"error","summary":"boom","detail":"it\n  broke"},"type":"diagnostic"}
+{"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"bad","test_state":{"outputs":{"provider_id":{"value":"half-done"}}},"type":"test_state"}
 {"@level":"info","@message":"  \"bad\"... fail","@testfile":"t.tftest.hcl","@testrun":"bad","test_run":{"path":"t.tftest.hcl","run":"bad","status":"error"},"type":"test_run"}
 {"@level":"info","@message":"  \"later\"... skip","@testfile":"t.tftest.hcl","@testrun":"later","test_run":{"path":"t.tftest.hcl","run":"later","status":"skip"},"type":"test_run"}
 {"@level":"error","@message":"Error: file","@testfile":"t.tftest.hcl","diagnostic":{"severity":"error","summary":"file-level"},"type":"diagnostic"}
