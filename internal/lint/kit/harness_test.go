@@ -208,13 +208,15 @@ func TestScenariosCoverTheRoles(t *testing.T) {
 }
 
 // openTofuStream is the shape of OpenTofu 1.12's tofu test -json -verbose
-// stream for a passing run, a failing run, a skipped run and a file-level
-// error.
+// stream (internal/command/views/test.go: the state as jsonstate prints it,
+// outputs under values) for a passing run, a failing run, a skipped run and
+// a file-level error; run "old" prints its state as Terraform 1.7+ does
+// (jsonformat, outputs at the top).
 const openTofuStream = `{"@level":"info","@message":"OpenTofu 1.12.6","@module":"tofu.ui","type":"version"}
 not json at all
 {"@level":"info","@message":"  \"ok\"... pass","@testfile":"t.tftest.hcl","@testrun":"ok","test_run":{"path":"t.tftest.hcl","run":"ok","status":"pass"},"type":"test_run"}
-{"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"ok","test_state":{"format_version":"1.0","outputs":{"provider_id":{"sensitive":true,"value":"p:///1","type":"string"},"replicas":{"sensitive":false,"value":3,"type":"number"}},"root_module":{}},"type":"test_state"}
-{"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"old","test_state":{"values":{"outputs":{"health":{"value":{"state":"running","healthy":true}}}}},"type":"test_state"}
+{"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"ok","test_state":{"format_version":"1.0","values":{"outputs":{"provider_id":{"sensitive":true,"value":"p:///1","type":"string"},"replicas":{"sensitive":false,"value":3,"type":"number"}},"root_module":{}}},"type":"test_state"}
+{"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"old","test_state":{"state_format_version":"1.0","outputs":{"health":{"value":{"state":"running","healthy":true}}}},"type":"test_state"}
 {"@level":"error","@message":"Error: boom","@testfile":"t.tftest.hcl","@testrun":"bad","diagnostic":{"severity":"error","summary":"boom","detail":"it\n  broke"},"type":"diagnostic"}
 {"@level":"info","@message":"-verbose flag enabled, printing state","@testfile":"t.tftest.hcl","@testrun":"bad","test_state":{"outputs":{"provider_id":{"value":"half-done"}}},"type":"test_state"}
 {"@level":"info","@message":"  \"bad\"... fail","@testfile":"t.tftest.hcl","@testrun":"bad","test_run":{"path":"t.tftest.hcl","run":"bad","status":"error"},"type":"test_run"}
@@ -233,7 +235,7 @@ func TestParseStream(t *testing.T) {
 		t.Errorf("run ok: %+v", ok)
 	}
 	if old := runs["old"]; old == nil || !strings.Contains(string(old.outputs["health"]), "running") {
-		t.Errorf("run old (outputs under values): %+v", old)
+		t.Errorf("run old (Terraform's shape, outputs at the top): %+v", old)
 	}
 	if bad := runs["bad"]; bad == nil || bad.state != nil || !slices.Equal(bad.diags, []string{"boom: it broke"}) {
 		t.Errorf("run bad: %+v", bad)

@@ -383,7 +383,8 @@ type message struct {
 }
 
 // stateOutputs is the part of a printed state holding the root outputs:
-// at the top ("outputs") in the test stream, under values in show -json.
+// under values in OpenTofu's stream (jsonstate, as show -json prints
+// state), at the top in Terraform's (jsonformat).
 type stateOutputs struct {
 	Outputs map[string]struct {
 		Value json.RawMessage `json:"value"`
