@@ -217,7 +217,8 @@ func Test(ctx context.Context, dir string, o TestOptions) (*TestResult, error) {
 		if err != nil {
 			detail = err.Error() + "\n"
 		}
-		return nil, runtimeErrorf("%s test printed no run: %s%s", o.Runtime, detail, redact(lastLines(out, 20), secrets))
+		return nil, runtimeErrorf("%s test printed no run (the contract test needs OpenTofu 1.8 or later, or Terraform 1.7 or later: a test command with mock providers and -json -verbose): %s%s",
+			o.Runtime, detail, redact(lastLines(out, 20), secrets))
 	}
 	res := &TestResult{Role: o.Role}
 	var undeclared []string
