@@ -49,6 +49,17 @@ func TestKitCommandsExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
+	// Stand-in runtimes: one whose test command is not the one the harness
+	// needs (as Terraform 1.5's), one that hangs.
+	old := filepath.Join(empty, "old-runtime")
+	writeFile(t, old, "#!/bin/sh\n[ \"$1\" = init ] && exit 0\necho 'Usage: terraform test [options]'\nexit 1\n")
+	hangs := filepath.Join(empty, "hanging-runtime")
+	writeFile(t, hangs, "#!/bin/sh\n[ \"$1\" = init ] && exit 0\nexec sleep 60\n")
+	for _, f := range []string{old, hangs} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -63,6 +74,8 @@ func TestKitCommandsExitCodes(t *testing.T) {
 		{"missing variables file", []string{"test", noop, "--role", "machine", "--variables", filepath.Join(empty, "nope.json")}, ExitUsage, "--variables"},
 		{"variables that are not an object", append([]string{"test", noop, "--role", "machine", "--variables", outputs}, rt...), ExitUsage, "variables"},
 		{"missing runtime binary", []string{"test", noop, "--role", "machine", "--runtime-binary", filepath.Join(empty, "tofu")}, ExitUnparsable, "runtime binary"},
+		{"runtime without the test command", []string{"test", noop, "--role", "machine", "--runtime-binary", old}, ExitUnparsable, "printed no run"},
+		{"hanging runtime", []string{"test", noop, "--role", "machine", "--runtime-binary", hangs, "--timeout", "2s"}, ExitUnparsable, "did not finish within 2s"},
 		{"no module", append([]string{"test", empty, "--role", "machine"}, rt...), ExitUnparsable, "no .tf"},
 		{"noop passes", append([]string{"test", noop, "--role", "machine"}, rt...), ExitOK, "2 scenario(s): 2 passed, 0 failed"},
 		{"broken fails", append([]string{"test", broken, "--role", "machine"}, rt...), ExitFindings, `FAIL machine with bootstrap data`},
