@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/lint/kit"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
@@ -84,7 +85,11 @@ func TestKitCommandsExitCodes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
 			code, stdout, stderr := runMain(c.args...)
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("took %s: --timeout (default 5m) or the runtime did not bound it", took)
+			}
 			if code != c.code || !strings.Contains(stdout+stderr, c.out) {
 				t.Errorf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", code, c.code, c.out, stdout, stderr)
 			}
