@@ -287,3 +287,14 @@ func TestVerdictFailures(t *testing.T) {
 		t.Error("redact leaves the secret")
 	}
 }
+
+// BenchmarkHarness generates a machine harness: two scenarios rendered by
+// inputs.Render and written as HCL.
+func BenchmarkHarness(b *testing.B) {
+	o := HarnessOptions{Providers: []string{"aws"}, RemoteStates: []string{"network"}}
+	for b.Loop() {
+		if _, err := Harness(contract.RoleMachine, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
