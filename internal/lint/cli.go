@@ -162,6 +162,18 @@ func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, boo
 	return 0, true
 }
 
+// parseArg parses the flags of a subcommand that takes exactly one
+// argument (a module directory, an image reference) and returns it.
+func parseArg(fs *pflag.FlagSet, args []string, what string, stdout, stderr io.Writer) (string, int, bool) {
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return "", code, false
+	}
+	if fs.NArg() != 1 {
+		return "", usage(stderr, usageErrorf("%s takes one %s, got %d arguments", fs.Name(), what, fs.NArg())), false
+	}
+	return fs.Arg(0), 0, true
+}
+
 func versionFlags(stderr io.Writer) (*pflag.FlagSet, *bool) {
 	fs := newFlagSet("version", stderr)
 	return fs, fs.Bool("json", false, "print the version and the supported contracts as JSON")
@@ -231,27 +243,23 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 
 func runModule(args []string, stdout, stderr io.Writer) int {
 	fs, c := moduleFlags(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("module takes one module directory, got %d arguments", fs.NArg()))
 	}
 	role, format, err := c.resolve()
 	if err != nil {
 		return usage(stderr, err)
 	}
-	r, err := LintModule(fs.Arg(0), ModuleOptions{Role: role, Contract: c.contract, AllowWarnings: c.allow})
+	r, err := LintModule(dir, ModuleOptions{Role: role, Contract: c.contract, AllowWarnings: c.allow})
 	return finish(r, err, format, c.strict, stdout, stderr)
 }
 
 func runImage(args []string, stdout, stderr io.Writer) int {
 	fs, c, platform, all, insecure := imageFlags(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	ref, code, ok := parseArg(fs, args, "image reference", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("image takes one image reference, got %d arguments", fs.NArg()))
 	}
 	role, format, err := c.resolve()
 	if err != nil {
@@ -264,7 +272,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 		Role: role, Contract: c.contract, AllowWarnings: c.allow,
 		Platform: *platform, PlatformSet: fs.Changed("platform"), AllPlatforms: *all, Insecure: *insecure,
 	}
-	r, err := LintImage(fs.Arg(0), o)
+	r, err := LintImage(ref, o)
 	return finish(r, err, format, c.strict, stdout, stderr)
 }
 

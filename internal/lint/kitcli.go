@@ -56,11 +56,9 @@ func parseRole(s string) (contract.Role, error) {
 
 func runTest(args []string, stdout, stderr io.Writer) int {
 	fs, c, timeoutFlag := testFlagSet(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("test takes one module directory, got %d arguments", fs.NArg()))
 	}
 	role, err := parseRole(c.role)
 	if err != nil {
@@ -91,7 +89,6 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 		o.Variables = b
 	}
-	dir := fs.Arg(0)
 	if c.write {
 		p, err := kit.WriteHarness(dir, o)
 		if err != nil {
@@ -143,23 +140,21 @@ func kitError(stderr io.Writer, err error) int {
 
 func runInit(args []string, stdout, stderr io.Writer) int {
 	fs, role := initFlagSet(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("init takes one module directory, got %d arguments", fs.NArg()))
 	}
 	r, err := parseRole(*role)
 	if err != nil {
 		return usage(stderr, err)
 	}
-	files, err := kit.Init(fs.Arg(0), r)
+	files, err := kit.Init(dir, r)
 	if err != nil {
 		return kitError(stderr, err)
 	}
 	for _, f := range files {
 		fmt.Fprintf(stdout, "created %s\n", f)
 	}
-	fmt.Fprintf(stdout, "next: tfcapi-lint module %s --role %s --strict && tfcapi-lint test %s --role %s\n", fs.Arg(0), r, fs.Arg(0), r)
+	fmt.Fprintf(stdout, "next: tfcapi-lint module %s --role %s --strict && tfcapi-lint test %s --role %s\n", dir, r, dir, r)
 	return ExitOK
 }
