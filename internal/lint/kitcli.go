@@ -56,7 +56,7 @@ func parseRole(s string) (contract.Role, error) {
 
 func runTest(args []string, stdout, stderr io.Writer) int {
 	fs, c, timeoutFlag := testFlagSet(stderr)
-	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	dir, code, ok := parseArg(fs, args, "test", "module directory", stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -140,7 +140,7 @@ func kitError(stderr io.Writer, err error) int {
 
 func runInit(args []string, stdout, stderr io.Writer) int {
 	fs, role := initFlagSet(stderr)
-	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	dir, code, ok := parseArg(fs, args, "init", "module directory", stdout, stderr)
 	if !ok {
 		return code
 	}

@@ -123,3 +123,20 @@ func TestTestWriteKeepsTheHarnessInTheModule(t *testing.T) {
 		t.Errorf("the harness was not written: %v\n%s", err, b)
 	}
 }
+
+// TestOneArgumentCommands: module, image, test and init take exactly one
+// argument, and a wrong count is a usage error naming the command and what
+// it takes.
+func TestOneArgumentCommands(t *testing.T) {
+	for _, c := range []struct{ command, what string }{
+		{"module", "module directory"}, {"image", "image reference"}, {"test", "module directory"}, {"init", "module directory"},
+	} {
+		for _, args := range [][]string{{}, {"a", "b"}} {
+			code, _, stderr := runMain(append(append([]string{c.command}, args...), "--role", "machine")...)
+			want := c.command + " takes one " + c.what
+			if code != ExitUsage || !strings.Contains(stderr, want) {
+				t.Errorf("%s with %d arguments: exit %d, %q; want exit 3 and %q", c.command, len(args), code, stderr, want)
+			}
+		}
+	}
+}
