@@ -140,3 +140,18 @@ func TestOneArgumentCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestTestOnPinnedTerraform: HashiCorp Terraform 1.5.7, the pinned
+// Terraform of CAPTF's images, has no test command with mock providers;
+// the contract test says so and exits 2 (book page: tfcapi-lint CLI,
+// "Runtimes").
+func TestTestOnPinnedTerraform(t *testing.T) {
+	tf, err := tools.Terraform.Path()
+	if err != nil {
+		t.Fatalf("the pinned Terraform: %v", err)
+	}
+	code, stdout, stderr := runMain("test", filepath.Join(repoRoot(t), "modules", "noop", "machine"), "--role", "machine", "--runtime", "terraform", "--runtime-binary", tf)
+	if code != ExitUnparsable || !strings.Contains(stderr, "needs OpenTofu 1.8 or later, or Terraform 1.7 or later") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
