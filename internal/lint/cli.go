@@ -164,12 +164,12 @@ func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, boo
 
 // parseArg parses the flags of a subcommand that takes exactly one
 // argument (a module directory, an image reference) and returns it.
-func parseArg(fs *pflag.FlagSet, args []string, what string, stdout, stderr io.Writer) (string, int, bool) {
+func parseArg(fs *pflag.FlagSet, args []string, command, what string, stdout, stderr io.Writer) (string, int, bool) {
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return "", code, false
 	}
 	if fs.NArg() != 1 {
-		return "", usage(stderr, usageErrorf("%s takes one %s, got %d arguments", fs.Name(), what, fs.NArg())), false
+		return "", usage(stderr, usageErrorf("%s takes one %s, got %d arguments", command, what, fs.NArg())), false
 	}
 	return fs.Arg(0), 0, true
 }
@@ -243,7 +243,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 
 func runModule(args []string, stdout, stderr io.Writer) int {
 	fs, c := moduleFlags(stderr)
-	dir, code, ok := parseArg(fs, args, "module directory", stdout, stderr)
+	dir, code, ok := parseArg(fs, args, "module", "module directory", stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -257,7 +257,7 @@ func runModule(args []string, stdout, stderr io.Writer) int {
 
 func runImage(args []string, stdout, stderr io.Writer) int {
 	fs, c, platform, all, insecure := imageFlags(stderr)
-	ref, code, ok := parseArg(fs, args, "image reference", stdout, stderr)
+	ref, code, ok := parseArg(fs, args, "image", "image reference", stdout, stderr)
 	if !ok {
 		return code
 	}
