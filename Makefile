@@ -311,6 +311,10 @@ FORCE:
 lint-modules: bin/tfcapi-lint ## Lint the no-op modules (modules/noop) with tfcapi-lint --strict.
 	@for role in $(ROLES); do echo "== modules/noop/$$role"; bin/tfcapi-lint module modules/noop/$$role --role $$role --strict || exit 1; done
 
+.PHONY: test-modules
+test-modules: bin/tfcapi-lint ## Run the contract test (tfcapi-lint test) on the no-op modules with the pinned OpenTofu, offline.
+	@tofu=$$($(TOOLS) opentofu)/tofu; for role in $(ROLES); do echo "== modules/noop/$$role"; bin/tfcapi-lint test modules/noop/$$role --role $$role --runtime-binary $$tofu || exit 1; done
+
 .PHONY: lint-images
 lint-images: bin/tfcapi-lint noop-images ## Build the no-op images (make noop-images) and lint them with tfcapi-lint --strict.
 	@for role in $(NOOP); do for rt in opentofu terraform; do echo "== noop-$$role:$(VERSION)-$$rt"; \

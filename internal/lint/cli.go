@@ -34,16 +34,20 @@ func version() string {
 func Contracts() []string { return []string{contract.Version} }
 
 const usageText = `tfcapi-lint checks a CAPTF module, or the OCI image built from it, against
-the module contract and the image contract.
+the module contract and the image contract; it also tests a module's
+outputs offline and scaffolds new modules.
 
 Usage:
   tfcapi-lint module <module-dir> --role <role> [flags]
   tfcapi-lint image <image-ref> --role <role> [flags]
+  tfcapi-lint test <module-dir> --role <role> [flags]
+  tfcapi-lint init <module-dir> --role <role>
   tfcapi-lint version [--json]
   tfcapi-lint --version
 
-Exit codes: 0 clean, 1 findings (errors; with --strict warnings too),
-2 module unparsable or image unpullable, 3 usage error.
+Exit codes: 0 clean, 1 findings (errors; with --strict warnings too) or
+failed contract-test scenarios, 2 module unparsable, image unpullable,
+runtime failure or scaffold files already present, 3 usage error.
 `
 
 // Formats of the report.
@@ -132,8 +136,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return runModule(args[1:], stdout, stderr)
 	case "image":
 		return runImage(args[1:], stdout, stderr)
+	case "test":
+		return runTest(args[1:], stdout, stderr)
+	case "init":
+		return runInit(args[1:], stdout, stderr)
 	}
-	return usage(stderr, usageErrorf("unknown command %q: want module, image or version", args[0]))
+	return usage(stderr, usageErrorf("unknown command %q: want module, image, test, init or version", args[0]))
 }
 
 func usage(stderr io.Writer, err error) int {
@@ -152,6 +160,18 @@ func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, boo
 		return usage(stderr, err), false
 	}
 	return 0, true
+}
+
+// parseArg parses the flags of a subcommand that takes exactly one
+// argument (a module directory, an image reference) and returns it.
+func parseArg(fs *pflag.FlagSet, args []string, command, what string, stdout, stderr io.Writer) (string, int, bool) {
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return "", code, false
+	}
+	if fs.NArg() != 1 {
+		return "", usage(stderr, usageErrorf("%s takes one %s, got %d arguments", command, what, fs.NArg())), false
+	}
+	return fs.Arg(0), 0, true
 }
 
 func versionFlags(stderr io.Writer) (*pflag.FlagSet, *bool) {
@@ -175,9 +195,10 @@ func imageFlags(stderr io.Writer) (fs *pflag.FlagSet, c *commonFlags, platform *
 }
 
 // Subcommands lists tfcapi-lint's subcommands.
-func Subcommands() []string { return []string{"module", "image", "version"} }
+func Subcommands() []string { return []string{"module", "image", "test", "init", "version"} }
 
-// Flags returns the flag set of a subcommand (module, image or version),
+// Flags returns the flag set of a subcommand (module, image, test, init or
+// version),
 // as its command line parses it; nil for another name.
 func Flags(subcommand string) *pflag.FlagSet {
 	switch subcommand {
@@ -186,6 +207,12 @@ func Flags(subcommand string) *pflag.FlagSet {
 		return fs
 	case "image":
 		fs, _, _, _, _ := imageFlags(io.Discard)
+		return fs
+	case "test":
+		fs, _, _ := testFlagSet(io.Discard)
+		return fs
+	case "init":
+		fs, _ := initFlagSet(io.Discard)
 		return fs
 	case "version":
 		fs, _ := versionFlags(io.Discard)
@@ -216,27 +243,23 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 
 func runModule(args []string, stdout, stderr io.Writer) int {
 	fs, c := moduleFlags(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	dir, code, ok := parseArg(fs, args, "module", "module directory", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("module takes one module directory, got %d arguments", fs.NArg()))
 	}
 	role, format, err := c.resolve()
 	if err != nil {
 		return usage(stderr, err)
 	}
-	r, err := LintModule(fs.Arg(0), ModuleOptions{Role: role, Contract: c.contract, AllowWarnings: c.allow})
+	r, err := LintModule(dir, ModuleOptions{Role: role, Contract: c.contract, AllowWarnings: c.allow})
 	return finish(r, err, format, c.strict, stdout, stderr)
 }
 
 func runImage(args []string, stdout, stderr io.Writer) int {
 	fs, c, platform, all, insecure := imageFlags(stderr)
-	if code, ok := parse(fs, args, stdout, stderr); !ok {
+	ref, code, ok := parseArg(fs, args, "image", "image reference", stdout, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		return usage(stderr, usageErrorf("image takes one image reference, got %d arguments", fs.NArg()))
 	}
 	role, format, err := c.resolve()
 	if err != nil {
@@ -249,7 +272,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 		Role: role, Contract: c.contract, AllowWarnings: c.allow,
 		Platform: *platform, PlatformSet: fs.Changed("platform"), AllPlatforms: *all, Insecure: *insecure,
 	}
-	r, err := LintImage(fs.Arg(0), o)
+	r, err := LintImage(ref, o)
 	return finish(r, err, format, c.strict, stdout, stderr)
 }
 

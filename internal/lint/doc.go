@@ -15,4 +15,8 @@
 // and the controller never disagree about them. Every check has an ID, a
 // severity and the roles it applies to (Checks); findings are reported as
 // text, JSON or SARIF 2.1.0, and the exit code says whether a CI step passes.
+//
+// The test and init commands (the contract test, which does run the
+// runtime, and the scaffold) live in internal/lint/kit; this package parses
+// their command lines and prints their results.
 package lint

@@ -3,9 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs/canonical"
 )
 
 // maxModuleFileBytes caps each module file the runner parses for its
@@ -115,17 +114,17 @@ func PruneRootOutputs(root string, declared map[string]bool) ([]string, error) {
 	if err != nil {
 		return nil, &PrepareError{fmt.Errorf("reading the generated root: %w", err)}
 	}
-	top, err := orderedMembers(b)
+	top, err := canonical.Members(b)
 	if err != nil {
 		return nil, &PrepareError{fmt.Errorf("%s of the generated root: %w", MainFile, err)}
 	}
 	var undeclared []string
 	changed := false
 	for i := range top {
-		if top[i].key != "output" {
+		if top[i].Key != "output" {
 			continue
 		}
-		outs, err := orderedMembers(top[i].raw)
+		outs, err := canonical.Members(top[i].Raw)
 		if err != nil {
 			return nil, &PrepareError{fmt.Errorf("the outputs of the generated root: %w", err)}
 		}
@@ -134,7 +133,7 @@ func PruneRootOutputs(root string, declared map[string]bool) ([]string, error) {
 			var decl struct {
 				Value any `json:"value"`
 			}
-			if err := json.Unmarshal(o.raw, &decl); err == nil {
+			if err := json.Unmarshal(o.Raw, &decl); err == nil {
 				if s, ok := decl.Value.(string); ok {
 					if m := contractOutputRef.FindStringSubmatch(s); m != nil && !declared[m[1]] {
 						undeclared = append(undeclared, m[1])
@@ -145,7 +144,7 @@ func PruneRootOutputs(root string, declared map[string]bool) ([]string, error) {
 			kept = append(kept, o)
 		}
 		if len(kept) != len(outs) {
-			top[i].raw = encodeMembers(kept)
+			top[i].Raw = encodeMembers(kept)
 			changed = true
 		}
 	}
@@ -160,57 +159,18 @@ func PruneRootOutputs(root string, declared map[string]bool) ([]string, error) {
 	return undeclared, nil
 }
 
-// member is one member of a JSON object, its value kept as raw bytes.
-type member struct {
-	key string
-	raw json.RawMessage
-}
-
-// orderedMembers splits a JSON object into its members, in order.
-func orderedMembers(b []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not valid JSON: %w", err)
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %w", err)
-		}
-		out = append(out, member{key: key, raw: raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	return out, nil
-}
-
 // encodeMembers writes members back as one JSON object.
-func encodeMembers(ms []member) []byte {
+func encodeMembers(ms []canonical.Member) []byte {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	for i, m := range ms {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		k, _ := json.Marshal(m.key)
+		k, _ := json.Marshal(m.Key)
 		buf.Write(k)
 		buf.WriteByte(':')
-		buf.Write(m.raw)
+		buf.Write(m.Raw)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes()

@@ -192,14 +192,27 @@ func TestYourFirstModule(t *testing.T) {
 	if err := q.Apply(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rows, ok := q.Watch(ctx, testWriter{t}, 10*time.Minute)
+	// provider_id = "noop:///${var.captf_object.namespace}/${var.machine_name}"
+	w.quickStartMachineRuns(ctx, q, 10*time.Minute, image, "noop:///")
+	w.checkRuntime(ctx, tools.Terraform)
+	w.logJobTimes(ctx, tools.Terraform)
+}
+
+// quickStartMachineRuns watches the applied Quick Start q until its
+// control-plane machine is up, and checks that its one TerraformMachine
+// runs image and took its provider ID from the module:
+// <providerIDPrefix><namespace>/<Machine name>.
+func (w *world) quickStartMachineRuns(ctx context.Context, q framework.QuickStart, timeout time.Duration, image, providerIDPrefix string) {
+	t := w.t
+	t.Helper()
+	rows, ok := q.Watch(ctx, testWriter{t}, timeout)
 	var table strings.Builder
 	framework.Table(&table, rows)
 	t.Log("\n" + table.String())
 	if !ok {
 		w.dump(ctx)
 		_, why := framework.Done(rows)
-		t.Fatalf("the first module's TerraformMachine did not come up: %s", why)
+		t.Fatalf("the TerraformMachine running %s did not come up: %s", image, why)
 	}
 	var tms infrav1.TerraformMachineList
 	if err := w.c.List(ctx, &tms, client.InNamespace(w.ns)); err != nil {
@@ -214,12 +227,9 @@ func TestYourFirstModule(t *testing.T) {
 	}
 	tm := tms.Items[0]
 	if tm.Spec.Source.Image != image {
-		t.Errorf("TerraformMachine %s runs %q, want the first module %q", tm.Name, tm.Spec.Source.Image, image)
+		t.Errorf("TerraformMachine %s runs %q, want %q", tm.Name, tm.Spec.Source.Image, image)
 	}
-	// provider_id = "noop:///${var.captf_object.namespace}/${var.machine_name}"
-	if want := "noop:///" + w.ns + "/" + ms.Items[0].Name; tm.Spec.ProviderID != want {
+	if want := providerIDPrefix + w.ns + "/" + ms.Items[0].Name; tm.Spec.ProviderID != want {
 		t.Errorf("providerID %q, want the module's %q", tm.Spec.ProviderID, want)
 	}
-	w.checkRuntime(ctx, tools.Terraform)
-	w.logJobTimes(ctx, tools.Terraform)
 }

@@ -93,7 +93,8 @@ func docsLintChecks(page string, checks []lint.Check) ([]string, error) {
 
 // docsLintFlags compares the page's flag tables with each subcommand's
 // real flag set: the sections "Flags of `module` and `image`", "Flags of
-// `image` only" and "Flags of `version`".
+// `image` only", "Flags of `test`", "Flags of `init`" and "Flags of
+// `version`".
 func docsLintFlags(page string) ([]string, error) {
 	b, err := os.ReadFile(page)
 	if err != nil {
@@ -112,6 +113,10 @@ func docsLintFlags(page string) ([]string, error) {
 			subs = []string{"module", "image"}
 		case "Flags of `image` only":
 			subs = []string{"image"}
+		case "Flags of `test`":
+			subs = []string{"test"}
+		case "Flags of `init`":
+			subs = []string{"init"}
 		case "Flags of `version`":
 			subs = []string{"version"}
 		default:

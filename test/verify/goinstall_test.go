@@ -33,7 +33,7 @@ func TestTfcapiLintIsGoInstallable(t *testing.T) {
 			t.Errorf("go.mod has a replace directive (%q): go install ...@version refuses it", sc.Text())
 		}
 	}
-	list := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module", "./cmd/tfcapi-lint")
+	list := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,EmbedFiles", "./cmd/tfcapi-lint")
 	list.Dir = r
 	list.Env = append(os.Environ(), "GOWORK=off")
 	out, err := list.Output()
@@ -45,6 +45,7 @@ func TestTfcapiLintIsGoInstallable(t *testing.T) {
 	for dec.More() {
 		var p struct {
 			ImportPath, Dir string
+			EmbedFiles      []string
 			Module          *struct {
 				Path string
 				Main bool
@@ -67,6 +68,10 @@ func TestTfcapiLintIsGoInstallable(t *testing.T) {
 			t.Fatal(err)
 		}
 		files, _ := filepath.Glob(filepath.Join(p.Dir, "*.go"))
+		// Files the package embeds travel in the module zip too.
+		for _, e := range p.EmbedFiles {
+			files = append(files, filepath.Join(p.Dir, filepath.FromSlash(e)))
+		}
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
@@ -75,10 +80,15 @@ func TestTfcapiLintIsGoInstallable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.MkdirAll(filepath.Join(copyDir, rel), 0o755); err != nil {
+			sub, err := filepath.Rel(p.Dir, f)
+			if err != nil {
 				t.Fatal(err)
 			}
-			docsWriteFile(t, filepath.Join(copyDir, rel, filepath.Base(f)), string(b))
+			dst := filepath.Join(copyDir, rel, sub)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			docsWriteFile(t, dst, string(b))
 		}
 	}
 	for _, f := range []string{"go.mod", "go.sum"} {
