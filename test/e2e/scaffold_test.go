@@ -28,8 +28,6 @@ import (
 func TestScaffoldedMachineModule(t *testing.T) {
 	t.Parallel()
 	w := start(t, "scaffold")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	machine := filepath.Join(t.TempDir(), "my-machine")
 
 	if code, out := tfcapiLint(t, "init", machine, "--role", "machine"); code != lint.ExitOK {
@@ -58,6 +56,10 @@ func TestScaffoldedMachineModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The steps above run offline and, on a loaded machine, take minutes of
+	// their own: the environment's deadline starts here.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
 	if _, err := w.e.PushImage(ctx, "acme/my-machine:v0.1.0", img); err != nil {
 		t.Fatal(err)
 	}
