@@ -201,6 +201,10 @@ LONGEST_TESTS := ./hack/release ./test/install ./test/e2e ./test/lifecycle ./tes
 test: tools ## Run every test, end-to-end included.
 	go run ./hack/testrun -p 3 -build '$(GO_BUILD_FLAGS)' -timeout 45m $(LONGEST_TESTS) ./...
 
+.PHONY: test-release
+test-release: tools ## Build a release folder with every platform's manager image and command-line tools (make test builds this machine's platform only) and check it.
+	CAPTF_TEST_RELEASE_ALL_PLATFORMS=1 go test $(GO_TEST_FLAGS) -run 'TestRelease' -v ./hack/release/
+
 .PHONY: scale
 scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) and rewrite docs/book/operator-guide/scale.md.
 	go run ./test/scale/cmd/scale -n $(or $(N),100) $(SCALE_FLAGS)

@@ -16,11 +16,17 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
-// TestRelease builds a whole release folder as make release does (the
-// manager image on two platforms; the command-line tools on this machine's
-// platform and windows/amd64 instead of all five, to keep the test's
-// compiles few), checks it with Verify, and then breaks it one rule at a
-// time to see Verify refuse it.
+// allPlatformsEnv, set by make test-release, has TestRelease build the
+// manager image for linux/amd64 and linux/arm64 and the command-line tools
+// for this machine's platform and windows/amd64 too. Without it (make test)
+// everything is built for this machine's platform only: each other platform
+// costs a link of every binary, minutes on a loaded 2-core machine, and the
+// names of the other platforms' files are checked by TestPlatformNames.
+const allPlatformsEnv = "CAPTF_TEST_RELEASE_ALL_PLATFORMS"
+
+// TestRelease builds a whole release folder as make release does (see
+// allPlatformsEnv for the platforms), checks it with Verify, and then
+// breaks it one rule at a time to see Verify refuse it.
 func TestRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every release artifact")
@@ -31,11 +37,17 @@ func TestRelease(t *testing.T) {
 	}
 	const version = "v0.1.0"
 	dir := filepath.Join(t.TempDir(), ProviderLabel, version)
+	here := "linux/" + runtime.GOARCH
 	o := Options{
 		Repo: repo, Version: version, Dir: dir, ImageName: DefaultImageName,
-		ImagePlatforms:  []string{"linux/amd64", "linux/arm64"},
-		BinaryPlatforms: []string{"linux/" + runtime.GOARCH, "windows/amd64"},
+		ImagePlatforms: []string{here}, BinaryPlatforms: []string{here},
 	}
+	if os.Getenv(allPlatformsEnv) != "" {
+		o.ImagePlatforms = []string{"linux/amd64", "linux/arm64"}
+		o.BinaryPlatforms = []string{here, "windows/amd64"}
+	}
+	t.Logf("image platforms %v, binary platforms %v", o.ImagePlatforms, o.BinaryPlatforms)
+	other := o.BinaryPlatforms[len(o.BinaryPlatforms)-1]
 	if err := All(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +58,10 @@ func TestRelease(t *testing.T) {
 	t.Log(r)
 
 	// What the issue asks of the folder, named.
-	want := []string{ComponentsFile, MetadataFile, NotesFile, ChecksumsFile, KrewFile,
-		LintBinary("windows/amd64"), PluginArchive("windows/amd64"), "sbom/" + SBOMName(LintBinary("windows/amd64"))}
+	want := []string{ComponentsFile, MetadataFile, NotesFile, ChecksumsFile, KrewFile}
+	for _, p := range o.BinaryPlatforms {
+		want = append(want, LintBinary(p), PluginArchive(p), "sbom/"+SBOMName(LintBinary(p)))
+	}
 	tmpl, err := TemplateFiles(repo)
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +82,17 @@ func TestRelease(t *testing.T) {
 	if !strings.HasPrefix(r.ManagerImage, DefaultImageName+":"+version+"@sha256:") {
 		t.Errorf("manager image %s, want %s:%s pinned by digest", r.ManagerImage, DefaultImageName, version)
 	}
-	for _, img := range []string{"manager:v0.1.0 (linux/amd64)", "manager:v0.1.0 (linux/arm64)",
-		"noop-machine:v0.1.0-opentofu (linux/" + runtime.GOARCH + ")", "noop-machine:v0.1.0-terraform (linux/" + runtime.GOARCH + ")"} {
+	images := []string{"noop-machine:v0.1.0-opentofu (" + here + ")", "noop-machine:v0.1.0-terraform (" + here + ")"}
+	for _, p := range o.ImagePlatforms {
+		images = append(images, "manager:v0.1.0 ("+p+")")
+	}
+	for _, img := range images {
 		if !slices.Contains(r.Images, img) {
 			t.Errorf("images %v lack %s", r.Images, img)
 		}
 	}
 	// The manager's SBOM lists what the manager is made of.
-	sbom, err := os.ReadFile(filepath.Join(dir, SBOMDir, "manager-v0.1.0-linux-amd64.cdx.json"))
+	sbom, err := os.ReadFile(filepath.Join(dir, SBOMDir, "manager-v0.1.0-linux-"+runtime.GOARCH+".cdx.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +148,7 @@ func TestRelease(t *testing.T) {
 	components, template := read(ComponentsFile), read("cluster-template.yaml")
 	otherDigest := "sha256:" + strings.Repeat("0", 64)
 	digest := r.ManagerImage[strings.LastIndex(r.ManagerImage, "@")+1:]
-	sbomFile := "sbom/" + SBOMName(LintBinary("windows/amd64"))
+	sbomFile := "sbom/" + SBOMName(LintBinary(other))
 	sbomBytes := read(sbomFile)
 	for _, c := range []struct {
 		name         string
@@ -168,7 +185,7 @@ func TestRelease(t *testing.T) {
 		{
 			name: "an SBOM naming another artifact's hash",
 			break_: func() {
-				sum, _ := fileSHA256(file(LintBinary("windows/amd64")))
+				sum, _ := fileSHA256(file(LintBinary(other)))
 				write(sbomFile, bytes.ReplaceAll(sbomBytes, []byte(sum), []byte(strings.Repeat("1", 64))))
 				resum()
 			},
@@ -250,4 +267,34 @@ func installationPageProblems(t *testing.T, repo, dir string) []string {
 		}
 	}
 	return problems
+}
+
+// TestPlatformNames checks the file names a release gives each platform's
+// artifacts, the ones make test's TestRelease does not build among them
+// (Installation page, "Installing without internet access").
+func TestPlatformNames(t *testing.T) {
+	for _, c := range []struct {
+		platform, lint, plugin, lintSBOM, pluginSBOM string
+	}{
+		{"linux/amd64", "tfcapi-lint-linux-amd64", "kubectl-captf_linux_amd64.tar.gz", "tfcapi-lint-linux-amd64.cdx.json", "kubectl-captf_linux_amd64.cdx.json"},
+		{"linux/arm64", "tfcapi-lint-linux-arm64", "kubectl-captf_linux_arm64.tar.gz", "tfcapi-lint-linux-arm64.cdx.json", "kubectl-captf_linux_arm64.cdx.json"},
+		{"darwin/arm64", "tfcapi-lint-darwin-arm64", "kubectl-captf_darwin_arm64.tar.gz", "tfcapi-lint-darwin-arm64.cdx.json", "kubectl-captf_darwin_arm64.cdx.json"},
+		{"windows/amd64", "tfcapi-lint-windows-amd64.exe", "kubectl-captf_windows_amd64.tar.gz", "tfcapi-lint-windows-amd64.exe.cdx.json", "kubectl-captf_windows_amd64.cdx.json"},
+	} {
+		if got := LintBinary(c.platform); got != c.lint {
+			t.Errorf("LintBinary(%s) = %s, want %s", c.platform, got, c.lint)
+		}
+		if got := PluginArchive(c.platform); got != c.plugin {
+			t.Errorf("PluginArchive(%s) = %s, want %s", c.platform, got, c.plugin)
+		}
+		if got := SBOMName(LintBinary(c.platform)); got != c.lintSBOM {
+			t.Errorf("SBOMName(%s) = %s, want %s", c.lint, got, c.lintSBOM)
+		}
+		if got := SBOMName(PluginArchive(c.platform)); got != c.pluginSBOM {
+			t.Errorf("SBOMName(%s) = %s, want %s", c.plugin, got, c.pluginSBOM)
+		}
+	}
+	if !slices.Contains(DefaultBinaryPlatforms, "windows/amd64") || !slices.Contains(DefaultImagePlatforms, "linux/arm64") {
+		t.Errorf("a release's platforms are %v (images) and %v (binaries); want linux/arm64 images and windows/amd64 binaries among them", DefaultImagePlatforms, DefaultBinaryPlatforms)
+	}
 }
