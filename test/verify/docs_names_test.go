@@ -44,14 +44,17 @@ func docsBookPages(t *testing.T, root string) []string {
 // docsNamePackages are the packages outside the repository whose names a
 // page may use in a code span: Kubernetes' core, batch and meta types
 // (pull policies, taint effects, pod and Job conditions, status reasons),
-// Cluster API's core types and clusterctl's inventory kinds, and the
-// feature gates and logging options component-base gives the manager's
-// flags.
+// Cluster API's core and kubeadm types (conditions, reasons), its feature
+// gates and clusterctl's inventory kinds, and the feature gates and
+// logging options component-base gives the manager's flags.
 var docsNamePackages = []string{
 	"k8s.io/api/core/v1",
 	"k8s.io/api/batch/v1",
 	"k8s.io/apimachinery/pkg/apis/meta/v1",
 	"sigs.k8s.io/cluster-api/api/core/v1beta2",
+	"sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2",
+	"sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2",
+	"sigs.k8s.io/cluster-api/feature",
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3",
 	"k8s.io/component-base/featuregate",
 	"k8s.io/component-base/logs/api/v1",
