@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// The Installation and Testing pages name make targets and tests; these
-// must exist, or a reader following the page meets a command that fails.
+// The book's pages name make targets and tests; these must exist, or a
+// reader following the page meets a command that fails.
 var (
 	makeCommand = regexp.MustCompile("`make ([a-z][a-z0-9-]*)")
 	makeTarget  = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*(?: [a-z][a-z0-9-]*)*):`)
@@ -78,19 +78,19 @@ func testFunctions(t *testing.T, root string) []string {
 }
 
 // TestDocsPagesNameRealTargetsAndTests: every `make <target>` and every
-// Test function the Installation, Testing, Security Model and runner
-// placement pages name
-// exists.
+// Test function any page of the book names exists. Every page under
+// docs/book is checked.
 func TestDocsPagesNameRealTargetsAndTests(t *testing.T) {
 	root := docsRoot(t)
 	targets, tests := makefileTargets(t, root), testFunctions(t, root)
-	for _, page := range []string{"docs/book/operator-guide/installation.md", "docs/book/development/testing.md", "docs/book/operator-guide/security.md", "docs/book/operator-guide/runner-placement.md"} {
-		b, err := os.ReadFile(filepath.Join(root, page))
+	for _, page := range docsBookPages(t, root) {
+		b, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
+		rel, _ := filepath.Rel(root, page)
 		for _, p := range pageNamesProblems(string(b), targets, tests) {
-			t.Errorf("%s %s", page, p)
+			t.Errorf("%s %s", rel, p)
 		}
 	}
 }

@@ -28,13 +28,17 @@ var docsKeyPattern = regexp.MustCompile(`^((?:captf\.io|captf\.infrastructure\.c
 
 // docsCheckKeysExist reports every CAPTF or clusterctl key a page names in a
 // code span (prose, tables and code blocks alike) that is not the value of
-// an *Annotation or *Label constant of api/v1alpha1.
+// an *Annotation or *Label constant of api/v1alpha1 nor a key of the
+// captf_tags input (internal/inputs' Tag* constants).
 func docsCheckKeysExist(apiDir, page string) ([]string, error) {
 	consts, err := docsAPIConsts(apiDir)
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
+	known, err := docsTagKeys()
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range docsWithSuffix(consts, "Annotation", "Label") {
 		known[c.Value] = true
 	}
@@ -56,7 +60,7 @@ func docsCheckKeysExist(apiDir, page string) ([]string, error) {
 				continue
 			}
 			if !known[m[1]] {
-				problems = append(problems, fmt.Sprintf("%s line %d names the key %q, but api/v1alpha1 has no annotation or label constant with that value", filepath.Base(page), i+1, m[1]))
+				problems = append(problems, fmt.Sprintf("%s line %d names the key %q, but api/v1alpha1 has no annotation or label constant with that value, nor internal/inputs such a captf_tags key", filepath.Base(page), i+1, m[1]))
 			}
 		}
 	}
