@@ -1,10 +1,11 @@
 # CAPTF — Cluster API Provider Terraform.
 #
 # Third-party binaries (kube-apiserver, etcd, OpenTofu, Terraform, Cluster API,
-# controller-gen, kustomize, staticcheck, promtool) are built from their Go modules at pinned
+# controller-gen, kustomize, staticcheck, promtool, vale) are built from their Go modules at pinned
 # versions by hack/tools/install.sh and cached under
 # $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/tools, so only the first run on a
-# machine pays for them.
+# machine pays for them. Hugo and Chromium, which build and test the book's
+# website, are Debian's packages, installed by the same script with apt-get.
 
 SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
@@ -144,9 +145,30 @@ check-licenses: ## Fail when a Go module linked into a CAPTF binary has a licenc
 
 ##@ Documentation
 
+# The book is docs/book (Markdown that reads the same on GitHub); docs/site is
+# the Hugo project that builds it into a website. Hugo and Chromium are
+# Debian's packages and Vale is built from its Go module, all by
+# hack/tools/install.sh on first use.
+HUGO = $(shell $(TOOLS) hugo)/hugo
+VALE = $(shell $(TOOLS) vale)/vale
+DOCS_OUT ?= _out/site
+DOCS_PORT ?= 1313
+DOCS_BASE_URL ?= /
+
 .PHONY: require-docs-dir
-require-docs-dir: ## Fail unless docs/book, the users' book, is there.
+require-docs-dir: ## Fail unless docs/book, the users' book, and docs/site, the Hugo project of its website, are there.
 	@test -f docs/book/README.md || { echo "docs/book/README.md is missing"; exit 1; }
+	@test -f docs/site/hugo.toml || { echo "docs/site/hugo.toml is missing"; exit 1; }
+
+.PHONY: docs
+docs: require-docs-dir ## Build the book's website into _out/site (Hugo; DOCS_OUT=dir to change it, DOCS_BASE_URL=/path/ to publish it below a path).
+	$(HUGO) --source docs/site --destination $(abspath $(DOCS_OUT)) --cleanDestinationDir --baseURL '$(DOCS_BASE_URL)'
+	@echo "docs: the book's website is in $(DOCS_OUT); make docs-serve serves it"
+
+.PHONY: docs-serve
+docs-serve: require-docs-dir ## Serve the book's website on http://localhost:1313/ (DOCS_PORT), rebuilt whenever a page changes (Ctrl-C stops).
+	@echo "docs-serve: the book is at http://localhost:$(DOCS_PORT)/"
+	$(HUGO) server --source docs/site --bind 127.0.0.1 --port $(DOCS_PORT) --baseURL http://localhost:$(DOCS_PORT)/
 
 .PHONY: docs-api
 docs-api: require-docs-dir ## Write the API reference page (docs/book/reference/api.md) from api/v1alpha1.
@@ -163,16 +185,21 @@ verify-docs-api: require-docs-dir ## Fail when the API reference page is not wha
 verify-docs: require-docs-dir ## Check the book against the code: conditions, events, metrics, flags, RBAC, alerts, runbooks, links.
 	go test -count=1 -run 'TestDocs' ./test/verify/
 
+.PHONY: verify-docs-site
+verify-docs-site: require-docs-dir ## Build the website and open every page in headless Chromium: links, anchors, images, console errors, 404s; screenshots in _out/site-screenshots.
+	go test -count=1 -v -run 'TestSite' ./test/site/
+
 .PHONY: docs-check
-docs-check: verify-docs lint-docs-md ## Every documentation check.
+docs-check: verify-docs lint-docs-md lint-docs-prose verify-docs-site ## Every documentation check.
 
 .PHONY: lint-docs-md
-lint-docs-md: require-docs-dir ## Check the book's Markdown: relative links and anchors resolve, tables are well formed.
+lint-docs-md: require-docs-dir ## Lint the book's Markdown: links and anchors resolve, every page in the table of contents, one title, headings in order, code blocks with a language, tables well formed.
 	go test -count=1 -run 'TestDocsLinksResolve|TestDocsSplitRowAndAnchors' ./test/verify/
+	go test -count=1 -run 'TestBook' ./test/site/
 
 .PHONY: lint-docs-prose
-lint-docs-prose: ## Not done here: no prose linter is packaged for this machine; the book's names are checked against the code by verify-docs.
-	@echo "lint-docs-prose: no prose linter; run make verify-docs"
+lint-docs-prose: require-docs-dir ## Lint the book's prose with Vale (docs/vale): spelling, repeated words, names as their owners write them, nothing left unfinished.
+	$(VALE) --config docs/vale/vale.ini docs/book
 
 .PHONY: promtool-check
 promtool-check: ## Check the alert rules with the pinned promtool (check rules, linter included), and their metrics and runbooks against the code and the book.
@@ -186,7 +213,7 @@ promtool-test: ## Run promtool's unit tests of every alert (config/prometheus/te
 ##@ Test
 
 .PHONY: tools
-tools: ## Build (once per machine) every pinned third-party binary.
+tools: ## Build (once per machine) every pinned third-party binary, and install Hugo and Chromium (apt-get) when missing.
 	$(TOOLS) all > /dev/null
 
 .PHONY: test

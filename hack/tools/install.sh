@@ -5,9 +5,11 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools/<name>-<version>/
 #
 # A tool already in the cache is reused, so only the first run on a machine
-# pays for the build. Usage:
+# pays for the build. The book's site generator and the browser its test
+# drives (hugo, chromium) are Debian packages instead, installed with
+# apt-get when missing. Usage:
 #
-#   hack/tools/install.sh <tool>...   tools: generators staticcheck promtool kubernetes kubectl etcd opentofu terraform openstack clusterapi certmanager certmanager-manifest all
+#   hack/tools/install.sh <tool>...   tools: generators staticcheck promtool vale kubernetes kubectl etcd opentofu terraform openstack clusterapi certmanager certmanager-manifest hugo chromium all
 #
 # Prints, one per line, the directory holding each tool's binaries.
 set -euo pipefail
@@ -24,7 +26,8 @@ version() {
 # of the pinned module <dir> into the cache entry <name>-<version>. When the
 # caller has set after_build (a function name, usually with local), it runs
 # with the entry's directory as its argument once the binaries are built and
-# before the entry is marked complete.
+# before the entry is marked complete. A caller that sets cgo=1 (with local)
+# builds with cgo; every other tool is static.
 build() {
 	local dir=$1 name=$2 ver=$3 ldflags=$4
 	shift 4
@@ -46,7 +49,7 @@ build() {
 		for spec in "$@"; do
 			pkg=${spec%=*}
 			bin=${spec#*=}
-			(cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/$bin" "$pkg")
+			(cd "$here/$dir" && CGO_ENABLED=${cgo:-0} go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/$bin" "$pkg")
 		done
 		if [[ -n ${after_build:-} ]]; then
 			"$after_build" "$tmp"
@@ -193,12 +196,48 @@ promtool() {
 		./promql-metrics=promql-metrics
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
+# vale: the prose linter make lint-docs-prose runs over the book. Its Markdown
+# parser is Go, but it links tree-sitter's C grammars, so it is built with
+# cgo (gcc).
+vale() {
+	local v cgo=1
+	v=$(version vale github.com/vale-cli/vale/v3)
+	build vale vale "$v" "-X main.version=${v#v}" github.com/vale-cli/vale/v3/cmd/vale=vale
+}
+
+# apt_tool <binary> <package>: a tool taken from Debian's packages (the
+# machines CAPTF is developed and tested on run Debian bookworm): installed
+# with apt-get unless <binary> is already on PATH. Prints its directory.
+apt_tool() {
+	local bin=$1 pkg=$2 found
+	if ! found=$(type -P "$bin"); then
+		mkdir -p "$cache"
+		exec 8>"$cache/.apt.lock"
+		flock 8
+		if ! found=$(type -P "$bin"); then
+			local sudo=
+			[[ $(id -u) -eq 0 ]] || sudo=sudo
+			echo "captf: installing Debian's $pkg with apt-get (first run on this machine)" >&2
+			$sudo apt-get update -qq >&2
+			DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$pkg" >&2
+			found=$(type -P "$bin")
+		fi
+		exec 8>&-
+	fi
+	dirname "$found"
+}
+
+# hugo: the static site generator that builds the book (make docs), Debian
+# bookworm's hugo 0.111.3. chromium: the browser test/site drives headless.
+hugo() { apt_tool hugo hugo; }
+chromium() { apt_tool chromium chromium; }
+
+[[ $# -gt 0 ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
 for tool in "$@"; do
 	case $tool in
-	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | certmanager | generators | staticcheck | promtool) "$tool" ;;
+	kubernetes | kubectl | etcd | opentofu | terraform | openstack | clusterapi | certmanager | generators | staticcheck | promtool | vale | hugo | chromium) "$tool" ;;
 	certmanager-manifest) certmanager_manifest ;;
-	all) generators; staticcheck; promtool; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi; certmanager; certmanager_manifest ;;
+	all) generators; staticcheck; promtool; vale; etcd; kubernetes; kubectl; opentofu; terraform; openstack; clusterapi; certmanager; certmanager_manifest; hugo; chromium ;;
 	*) echo "hack/tools/install.sh: unknown tool $tool" >&2; exit 2 ;;
 	esac
 done

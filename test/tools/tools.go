@@ -2,7 +2,8 @@
 // kube-controller-manager, tofu, terraform, Cluster API managers, promtool) that CAPTF's tests and
 // local environment run. They are built from source by hack/tools/install.sh
 // into ${XDG_CACHE_HOME:-$HOME/.cache}/captf/tools on first use and reused
-// afterwards.
+// afterwards. The book's site test also finds Hugo and Chromium here, which
+// the same script installs from Debian's packages.
 package tools
 
 import (
@@ -42,6 +43,10 @@ var toolOf = map[string]string{
 	"staticcheck":                   "staticcheck",
 	"promtool":                      "promtool",
 	"promql-metrics":                "promtool",
+	"vale":                          "vale",
+	// Debian's packages (installed with apt-get when missing).
+	"hugo":     "hugo",
+	"chromium": "chromium",
 }
 
 var (
