@@ -102,7 +102,7 @@ func TestGettingStartedPages(t *testing.T) {
 		rec *recorder
 		dyn dynamic.Interface
 	)
-	defer func() {
+	stopRecorder := func() {
 		if rec == nil {
 			return
 		}
@@ -112,7 +112,9 @@ func TestGettingStartedPages(t *testing.T) {
 		for _, err := range rec.stop() {
 			t.Error(err)
 		}
-	}()
+		rec = nil
+	}
+	defer stopRecorder()
 
 	for _, page := range []string{quickStartPage, firstModulePage} {
 		blocks, err := shBlocks(root, page)
@@ -167,6 +169,7 @@ func TestGettingStartedPages(t *testing.T) {
 		}
 	}
 	checkNoCredentials(ctx, t, rec, dyn)
+	stopRecorder()
 
 	// The pages end with Ctrl-C in make dev's terminal.
 	if dev == nil {
