@@ -9,6 +9,15 @@
 //
 //	go run ./hack/quickstart [-keep-running] [-timeout 10m]
 //	go run ./hack/quickstart -dev    # the environment and the manager only, until Ctrl-C
+//
+// Once the environment runs (with -dev, or after the table with
+// -keep-running) it prints a line to paste into another shell and writes
+// the same settings to _out/dev/env.sh, which the book's Quick Start
+// sources: PATH gets the pinned kubectl, clusterctl and tofu, kubectl-captf
+// and tfcapi-lint; KUBECONFIG points at the environment; CAPTF_REGISTRY is
+// the loopback registry (host:port) holding the runner and the no-op module
+// images (captf/noop-<role>:v0.1.0-opentofu). The file is removed when the
+// command ends.
 package main
 
 import (
@@ -16,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -24,6 +32,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -117,17 +127,21 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The namespace an installation puts CAPTF in, and the identity
+	// template its credentials Secret.
+	if err := framework.Apply(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "captf-system"}}); err != nil {
+		return fail(err)
+	}
 	// What is applied goes through CAPTF's admission webhooks.
 	if err := framework.WaitForWebhooks(ctx, c, 2*time.Minute); err != nil {
 		return fail(err)
 	}
 	if dev {
-		line, err := readyLine(root, tmp, e.KubeconfigPath)
+		written, err := ready(ctx, root, tmp, e, "The environment and the manager run; Ctrl-C stops them.")
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Println("The environment and the manager run; Ctrl-C stops them. In another shell, for kubectl, clusterctl and kubectl captf:")
-		fmt.Println(line)
+		defer os.Remove(written)
 		<-ctx.Done()
 		return 0
 	}
@@ -145,36 +159,93 @@ func run(keep, dev bool, timeout time.Duration, verbose bool) int {
 	}
 	fmt.Println("\nThe Quick Start is done: the TerraformCluster and the control-plane TerraformMachine are Ready, the Cluster and Machine Provisioned.")
 	if keep {
-		line, err := readyLine(root, tmp, e.KubeconfigPath)
+		written, err := ready(ctx, root, tmp, e, "The environment keeps running; Ctrl-C stops it.")
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Println("The environment keeps running; Ctrl-C stops it. In another shell, for kubectl, clusterctl and kubectl captf:")
-		fmt.Println(line)
+		defer os.Remove(written)
 		<-ctx.Done()
 	}
 	return 0
 }
 
-// readyLine builds kubectl-captf into tmp/bin and returns the line that
-// puts the pinned kubectl, clusterctl and the plugin on PATH and points
-// KUBECONFIG at the environment, so that `kubectl get terraformclusters
-// -A`, `clusterctl describe cluster` and `kubectl captf status -A` work at
-// once.
-func readyLine(root, tmp, kubeconfig string) (string, error) {
-	kubectl, err := tools.Dir("kubectl")
+// envFile is where the settings of the running environment are written,
+// relative to the repository root.
+const envFile = "_out/dev/env.sh"
+
+// ready writes the settings another shell needs to envFile and prints the
+// headline and the same settings as a line to paste. It returns the file
+// written, for the caller to remove when the environment stops.
+func ready(ctx context.Context, root, tmp string, e *env.Env, headline string) (string, error) {
+	vars, err := settings(ctx, root, tmp, e)
 	if err != nil {
 		return "", err
+	}
+	path := filepath.Join(root, envFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	var file strings.Builder
+	file.WriteString("# The settings of the local environment `make dev` runs; removed when it stops.\n")
+	for _, v := range vars {
+		file.WriteString("export " + v.name + "=" + v.quoted() + "\n")
+	}
+	// The environment has no network: clusterctl must not look for a
+	// newer release of itself.
+	file.WriteString("export CLUSTERCTL_DISABLE_VERSIONCHECK=true\n")
+	if err := os.WriteFile(path, []byte(file.String()), 0o644); err != nil {
+		return "", err
+	}
+	line := "export"
+	for _, v := range vars {
+		line += " " + v.name + "=" + v.value
+	}
+	fmt.Println(headline + " In another shell, for kubectl, clusterctl, kubectl captf, tfcapi-lint and tofu:")
+	fmt.Println(line)
+	fmt.Printf("or: source %s\n", envFile)
+	return path, nil
+}
+
+// setting is one exported variable of the environment.
+type setting struct{ name, value string }
+
+// quoted is the value in double quotes ($PATH stays a reference).
+func (s setting) quoted() string { return `"` + s.value + `"` }
+
+// settings builds kubectl-captf and tfcapi-lint into tmp/bin, links the
+// pinned tofu there, and returns the variables that put the pinned kubectl,
+// clusterctl and that folder on PATH, point KUBECONFIG at the environment
+// and name its registry, so that `kubectl get terraformclusters -A`,
+// `clusterctl describe cluster`, `kubectl captf status -A` and
+// `tfcapi-lint test` work at once.
+func settings(ctx context.Context, root, tmp string, e *env.Env) ([]setting, error) {
+	kubectl, err := tools.Dir("kubectl")
+	if err != nil {
+		return nil, err
 	}
 	clusterctl, err := tools.Dir("clusterapi")
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	tofu, err := tools.OpenTofu.Path()
+	if err != nil {
+		return nil, err
 	}
 	bin := filepath.Join(tmp, "bin")
-	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "kubectl-captf"), "./cmd/kubectl-captf")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("failed to build kubectl-captf: %w: %s", err, out)
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
 	}
-	return "export PATH=" + strings.Join([]string{kubectl, clusterctl, bin}, ":") + ":$PATH KUBECONFIG=" + kubeconfig, nil
+	for _, name := range []string{"kubectl-captf", "tfcapi-lint"} {
+		if err := tools.Build(ctx, "./cmd/"+name, filepath.Join(bin, name)); err != nil {
+			return nil, fmt.Errorf("failed to build %s: %w", name, err)
+		}
+	}
+	if err := os.Symlink(tofu, filepath.Join(bin, "tofu")); err != nil {
+		return nil, err
+	}
+	return []setting{
+		{"PATH", strings.Join([]string{kubectl, clusterctl, bin}, ":") + ":$PATH"},
+		{"KUBECONFIG", e.KubeconfigPath},
+		{"CAPTF_REGISTRY", e.Registry},
+	}, nil
 }
