@@ -38,7 +38,8 @@ type ControllerOptions struct {
 
 // Setup registers the flow as a controller for its kind: the object, its
 // Jobs (a Job that just finished first), and the Secrets and Leases that
-// carry its owner labels.
+// carry its owner labels. With --watch-filter, its queue admits only the
+// objects of the manager's shard, however they are woken (watches.Shard).
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
 	f.exports = &exportsCache{}
@@ -51,7 +52,10 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
 			builder.WithPredicates(managedOnly())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(opts.Concurrency, 1),
+			NewQueue:                watches.Shard{Filter: opts.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),
+		}).
 		Named(strings.ToLower(string(kind)))
 	if opts.Extra != nil {
 		b = opts.Extra(b)

@@ -123,7 +123,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 		return nil, Wiring{}, err
 	}
 	metrics.SetBuildInfo(BuildVersion(), BuildCommit(), contract.Version)
-	metrics.SetActiveJobsReader(mgr.GetCache())
+	metrics.SetActiveJobsReader(watches.Shard{Filter: o.WatchFilter}.Jobs(mgr.GetCache()))
 
 	memo := identity.NewServiceAccountMemo()
 	if err := memo.Watch(ctx, mgr.GetCache()); err != nil {
@@ -183,11 +183,15 @@ func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{infrav1.ManagedLabel: "true"})
 }
 
-// defaultNamespaces restricts namespaced caches to --namespace, or keeps
-// ExcludeNamespaces out of them.
+// defaultNamespaces restricts namespaced caches to --namespace's
+// namespaces, or keeps ExcludeNamespaces out of them.
 func defaultNamespaces(o Options) map[string]cache.Config {
-	if o.Namespace != "" {
-		return map[string]cache.Config{o.Namespace: {}}
+	if nss := o.Namespaces(); len(nss) > 0 {
+		m := make(map[string]cache.Config, len(nss))
+		for _, ns := range nss {
+			m[ns] = cache.Config{}
+		}
+		return m
 	}
 	if len(o.ExcludeNamespaces) == 0 {
 		return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,7 +61,8 @@ type Options struct {
 	// means $CAPTF_MANAGER_IMAGE.
 	RunnerImage string
 
-	// Namespace restricts the watched namespace ("" = all); the
+	// Namespace restricts the watched namespaces: one, or several
+	// separated by commas ("" = all; see Namespaces). The
 	// TerraformClusterIdentity is always watched cluster-wide.
 	Namespace string
 	// ExcludeNamespaces, with Namespace unset, leaves these namespaces out
@@ -182,11 +185,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RunnerImage, "runner-image", o.RunnerImage,
 		"image whose /runner each Job's init container copies (default $"+ManagerImageEnv+", else the image of the manager's own container, read from its Pod $"+PodNamespaceEnv+"/$"+PodNameEnv+"); the manager refuses to start without a valid image reference")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
-		"watch only this namespace (TerraformClusterIdentity is always cluster-wide); also limits the orphan sweep")
+		"watch only this namespace, or these comma-separated namespaces (TerraformClusterIdentity is always cluster-wide); also limits the orphan sweep")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod,
 		"minimum cache resync period; also the orphan-sweep interval")
 	fs.StringVar(&o.WatchFilter, "watch-filter", o.WatchFilter,
-		"reconcile only objects labeled cluster.x-k8s.io/watch-filter=<value>; owned Jobs and Secrets are acted on regardless")
+		"reconcile only objects labeled cluster.x-k8s.io/watch-filter=<value>, however they are woken (their Jobs, Secrets, identities and variables sources included); the orphan sweep ignores it")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"API requests per second the manager sustains (client-side); 0 leaves throttling to the API server's priority and fairness")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
@@ -271,9 +274,9 @@ func (o *Options) Validate() error {
 	} else if _, err := name.ParseReference(o.RunnerImage); err != nil {
 		bad("runner-image", "%q is not a valid image reference: %v", o.RunnerImage, err)
 	}
-	if o.Namespace != "" {
-		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-			bad("namespace", "%q is not a valid namespace name: %s", o.Namespace, msgs[0])
+	for _, ns := range o.Namespaces() {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			bad("namespace", "%q is not a valid namespace name: %s", ns, msgs[0])
 		}
 	}
 	if o.SyncPeriod <= 0 {
@@ -347,4 +350,17 @@ func (o *Options) tlsOptions() (func(*tls.Config), error) {
 		}
 		c.NextProtos = []string{"http/1.1"}
 	}, nil
+}
+
+// Namespaces are the namespaces --namespace names, sorted, each once; none
+// when it is empty (every namespace).
+func (o Options) Namespaces() []string {
+	var out []string
+	for _, ns := range strings.Split(o.Namespace, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

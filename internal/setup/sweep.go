@@ -28,9 +28,7 @@ func newSweeper(mgr ctrl.Manager, o Options) *sweeper {
 		every: o.SyncPeriod,
 		log:   mgr.GetLogger().WithName("sweep"),
 	}
-	if o.Namespace != "" {
-		s.namespaces = []string{o.Namespace}
-	}
+	s.namespaces = o.Namespaces()
 	return s
 }
 

@@ -37,7 +37,7 @@ func faultNamespace(i int) string { return fmt.Sprintf("fault-%03d", i) }
 
 // excludedNamespaces are the namespaces the shared manager does not watch.
 func excludedNamespaces() []string {
-	out := []string{restartNamespace}
+	out := append([]string{restartNamespace}, shardNamespaces...)
 	for i := range faultNamespaces {
 		out = append(out, faultNamespace(i))
 	}

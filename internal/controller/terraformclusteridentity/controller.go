@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +19,7 @@ import (
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // Name is the controller's name (the controller label of
@@ -53,21 +53,19 @@ type Options struct {
 type Reconciler struct {
 	// Client is the manager's cached client: identities and the mirrors
 	// (labeled captf.io/managed=true) are read from the cache.
-	Client      client.Client
-	Live        client.Reader
-	Recorder    events.EventRecorder
-	SyncPeriod  time.Duration
-	WatchFilter string
+	Client     client.Client
+	Live       client.Reader
+	Recorder   events.EventRecorder
+	SyncPeriod time.Duration
 }
 
 // Setup registers the controller with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	r := &Reconciler{
-		Client:      mgr.GetClient(),
-		Live:        o.Live,
-		Recorder:    o.Recorder,
-		SyncPeriod:  o.SyncPeriod,
-		WatchFilter: o.WatchFilter,
+		Client:     mgr.GetClient(),
+		Live:       o.Live,
+		Recorder:   o.Recorder,
+		SyncPeriod: o.SyncPeriod,
 	}
 	if r.Live == nil {
 		r.Live = mgr.GetAPIReader()
@@ -85,7 +83,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	log := mgr.GetLogger().WithValues("controller", Name)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers,
+			NewQueue: watches.Shard{Filter: o.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return &infrav1.TerraformClusterIdentity{} })}).
 		For(&infrav1.TerraformClusterIdentity{}, builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, o.WatchFilter),
@@ -117,10 +116,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	id := &infrav1.TerraformClusterIdentity{}
 	if err := r.Client.Get(ctx, req.NamespacedName, id); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	// A mirror event reaches here whatever the identity's labels.
-	if r.WatchFilter != "" && id.Labels[clusterv1.WatchLabel] != r.WatchFilter {
-		return ctrl.Result{}, nil
 	}
 	helper, err := patch.NewHelper(id, r.Client)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +26,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/text"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // Name is the controller's name (the controller label of
@@ -83,7 +83,6 @@ type Reconciler struct {
 	Inspector     *Inspector
 	Timeout       time.Duration
 	RetryInterval time.Duration
-	WatchFilter   string
 }
 
 // Setup registers the controller with mgr.
@@ -99,7 +98,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Inspector:     &Inspector{Insecure: o.InsecureRegistries, AllowPrivate: o.AllowPrivateRegistries, Platform: platform, Transport: o.Transport, UserAgent: o.UserAgent},
 		Timeout:       o.Timeout,
 		RetryInterval: o.RetryInterval,
-		WatchFilter:   o.WatchFilter,
 	}
 	if r.Live == nil {
 		r.Live = mgr.GetAPIReader()
@@ -117,7 +115,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	log := mgr.GetLogger().WithValues("controller", Name)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.Concurrency, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.Concurrency, 1),
+			NewQueue: watches.Shard{Filter: o.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return &infrav1.TerraformMachineTemplate{} })}).
 		For(&infrav1.TerraformMachineTemplate{}, builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, o.WatchFilter),
@@ -135,9 +134,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	t := &infrav1.TerraformMachineTemplate{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.WatchFilter != "" && t.Labels[clusterv1.WatchLabel] != r.WatchFilter {
-		return ctrl.Result{}, nil
 	}
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil

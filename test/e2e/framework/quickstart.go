@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +33,39 @@ type QuickStart struct {
 	// Identity names the TerraformClusterIdentity and its Secret (default
 	// aws-prod, as in the book).
 	Identity string
+	// Labels, when set, go on every object Apply creates, and on the
+	// objects Cluster API clones from the templates (the control plane's
+	// and the machine templates' metadata): a --watch-filter shard's
+	// label, say.
+	Labels map[string]string
+}
+
+// label puts q.Labels on o and on the metadata its clones get.
+func (q QuickStart) label(o *unstructured.Unstructured) error {
+	if len(q.Labels) == 0 {
+		return nil
+	}
+	paths := [][]string{{"metadata", "labels"}}
+	switch o.GetKind() {
+	case "KubeadmControlPlane":
+		paths = append(paths, []string{"spec", "machineTemplate", "metadata", "labels"})
+	case "TerraformMachineTemplate", "MachineDeployment", "KubeadmConfigTemplate":
+		paths = append(paths, []string{"spec", "template", "metadata", "labels"})
+	}
+	for _, p := range paths {
+		l, _, err := unstructured.NestedStringMap(o.Object, p...)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			l = map[string]string{}
+		}
+		maps.Copy(l, q.Labels)
+		if err := unstructured.SetNestedStringMap(o.Object, l, p...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (q QuickStart) identity() string {
@@ -63,6 +98,9 @@ func (q QuickStart) Apply(ctx context.Context) error {
 		return err
 	}
 	for _, o := range append(identity, cluster...) {
+		if err := q.label(o); err != nil {
+			return err
+		}
 		if err := Apply(ctx, q.Client, o); err != nil {
 			return err
 		}
