@@ -3,8 +3,8 @@ package watches
 import (
 	"context"
 	"slices"
-	"time"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
