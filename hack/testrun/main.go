@@ -222,6 +222,16 @@ func goTestC(out string, buildFlags []string, pkgs []*pkg) error {
 	return nil
 }
 
+// cpuSeconds is the CPU time (user and system) a finished test binary and
+// the processes it waited for used: what the package costs the machine,
+// which its wall time on a loaded machine does not say.
+func cpuSeconds(s *os.ProcessState) float64 {
+	if s == nil {
+		return 0
+	}
+	return (s.UserTime() + s.SystemTime()).Seconds()
+}
+
 // runOne runs a package's test binary in its folder and returns what go
 // test would print for it, and whether it passed.
 func runOne(p *pkg, args []string, verbose bool) ([]byte, bool) {
@@ -232,13 +242,14 @@ func runOne(p *pkg, args []string, verbose bool) ([]byte, bool) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	took := time.Since(start).Seconds()
+	cpu := cpuSeconds(cmd.ProcessState)
 	var exit *exec.ExitError
 	switch {
 	case err == nil && verbose:
-		fmt.Fprintf(&out, "ok  \t%s\t%.3fs\n", p.ImportPath, took)
+		fmt.Fprintf(&out, "ok  \t%s\t%.3fs\tcpu %.0fs\n", p.ImportPath, took, cpu)
 		return out.Bytes(), true
 	case err == nil:
-		return fmt.Appendf(nil, "ok  \t%s\t%.3fs\n", p.ImportPath, took), true
+		return fmt.Appendf(nil, "ok  \t%s\t%.3fs\tcpu %.0fs\n", p.ImportPath, took, cpu), true
 	case errors.As(err, &exit):
 		fmt.Fprintf(&out, "FAIL\t%s\t%.3fs\n", p.ImportPath, took)
 	default:
