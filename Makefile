@@ -219,7 +219,7 @@ tools: ## Build (once per machine) every pinned third-party binary, and install 
 .PHONY: test
 # The longest packages are named first so that they start first, while the
 # short ones share the other core.
-LONGEST_TESTS := ./hack/release ./test/install ./test/e2e ./test/lifecycle ./test/docs ./test/scale ./test/site ./test/examples ./cmd/runner
+LONGEST_TESTS := ./test/install ./test/e2e ./test/docs ./test/lifecycle ./test/scale ./cmd/runner ./test/env ./hack/release ./test/examples ./test/site
 
 # hack/testrun runs the test binaries as go test does, but keeps them linked
 # under $${XDG_CACHE_HOME:-$$HOME/.cache}/captf/testbin: a binary is linked

@@ -278,7 +278,13 @@ func buildRelease(ctx context.Context, t *testing.T, root, version string) strin
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "infrastructure-terraform", version)
 	platform := "linux/" + runtime.GOARCH
-	cmd := exec.CommandContext(ctx, "go", "run", "./hack/release", "all", "--version", version, "--dir", dir,
+	// tools.Build links the command once per change of its sources (go run
+	// would link it for each release).
+	bin := filepath.Join(t.TempDir(), "release")
+	if err := tools.Build(ctx, "./hack/release", bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "all", "--version", version, "--dir", dir,
 		"--platforms", platform, "--binary-platforms", platform)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
