@@ -17,7 +17,7 @@ import (
 // once nor applies a machine twice (book: The Reconcile Lifecycle, "at most
 // one Job per object"). It asserts no time. CAPTF_SCALE_N changes the size.
 func TestHarness(t *testing.T) {
-	n := 200
+	n := 100
 	if v := os.Getenv("CAPTF_SCALE_N"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil {
