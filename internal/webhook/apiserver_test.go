@@ -101,14 +101,8 @@ func runWithAPIServer(m *testing.M) (int, error) {
 	go func() { done <- mgr.Start(ctx) }()
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if err := admission.WaitServer(wctx, mgr.GetWebhookServer(), "CAPTF"); err != nil {
-		return 0, err
-	}
-	_, validating, err := admission.Configs(filepath.Join(root, "config", "webhook", "manifests.yaml"), "captf", port, ca)
-	if err != nil {
-		return 0, err
-	}
-	remove, err := admission.Install(wctx, cfg, nil, validating)
+	remove, err := admission.InstallWhenServing(wctx, cfg, mgr.GetWebhookServer(), "CAPTF",
+		filepath.Join(root, "config", "webhook", "manifests.yaml"), port, ca)
 	if err != nil {
 		return 0, err
 	}

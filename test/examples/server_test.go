@@ -148,16 +148,8 @@ func serveWebhooks(ctx context.Context, cfg *rest.Config, root, dir string) (fun
 	go func() { done <- mgr.Start(mctx) }()
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if err := admission.WaitServer(wctx, mgr.GetWebhookServer(), "CAPTF"); err != nil {
-		mcancel()
-		return nil, err
-	}
-	_, validating, err := admission.Configs(filepath.Join(root, "config", "webhook", "manifests.yaml"), "captf", port, ca)
-	if err != nil {
-		mcancel()
-		return nil, err
-	}
-	remove, err := admission.Install(wctx, cfg, nil, validating)
+	remove, err := admission.InstallWhenServing(wctx, cfg, mgr.GetWebhookServer(), "CAPTF",
+		filepath.Join(root, "config", "webhook", "manifests.yaml"), port, ca)
 	if err != nil {
 		mcancel()
 		return nil, err

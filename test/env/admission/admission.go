@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -227,4 +228,19 @@ func Install(ctx context.Context, cfg *rest.Config, mutating []*admissionregistr
 			_ = api.ValidatingWebhookConfigurations().Delete(dctx, c.Name, metav1.DeleteOptions{})
 		}
 	}, nil
+}
+
+// InstallWhenServing waits until srv (the manager's webhook server, named
+// name in errors) answers, then installs the validating configurations of
+// manifest (config/webhook's, say) rewritten by Configs to call 127.0.0.1:port
+// with caBundle, and returns the function that deletes them.
+func InstallWhenServing(ctx context.Context, cfg *rest.Config, srv webhook.Server, name, manifest string, port int, caBundle []byte) (func(), error) {
+	if err := WaitServer(ctx, srv, name); err != nil {
+		return nil, err
+	}
+	_, validating, err := Configs(manifest, strings.ToLower(name), port, caBundle)
+	if err != nil {
+		return nil, err
+	}
+	return Install(ctx, cfg, nil, validating)
 }
