@@ -201,7 +201,8 @@ func (a Access) MarshalLog() any { return a.String() }
 // the object's TerraformCluster for a machine or pool (nil when it cannot be
 // resolved yet; ignored for a cluster). c reads the identity and the
 // Namespace (the manager's cache will do); live reads the source Secret,
-// which no cache holds since CAPTF cannot watch it. A transient error
+// which the manager's cache does not hold (a SourceWatch, or the API
+// server). A transient error
 // returns Unknown/IdentityCheckFailed and the error.
 func CheckAccess(ctx context.Context, c, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (Access, error) {
 	switch obj.(type) {

@@ -63,15 +63,19 @@ func (c Credentials) Events(prevIdentityAllowed *metav1.Condition) []Event {
 // namespace rely on it. Every condition is set even when an error is
 // returned; errors are joined.
 func Reconcile(ctx context.Context, c client.Client, live client.Reader, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
-	return ReconcileWithMemo(ctx, c, live, nil, obj, cluster)
+	return ReconcileWithMemo(ctx, c, live, nil, nil, obj, cluster)
 }
 
-// ReconcileWithMemo is Reconcile taking the namespace's runner
-// ServiceAccounts from memo (nil lists them every time).
-func ReconcileWithMemo(ctx context.Context, c client.Client, live client.Reader, memo *ServiceAccountMemo, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
+// ReconcileWithMemo is Reconcile reading the identity's source Secret
+// through sources (a SourceWatch; nil reads it with live) and taking the
+// namespace's runner ServiceAccounts from memo (nil lists them every time).
+func ReconcileWithMemo(ctx context.Context, c client.Client, live, sources client.Reader, memo *ServiceAccountMemo, obj client.Object, cluster *infrav1.TerraformCluster) (Credentials, error) {
+	if sources == nil {
+		sources = live
+	}
 	var out Credentials
 	var accessErr, mirrorErr, rbacErr error
-	out.Access, accessErr = CheckAccess(ctx, c, live, obj, cluster)
+	out.Access, accessErr = CheckAccess(ctx, c, sources, obj, cluster)
 	out.Mirror, mirrorErr = SyncMirror(ctx, c, live, out.Access, obj, cluster)
 	out.RBAC, rbacErr = runnerRBAC(ctx, c, live, memo, obj, cluster)
 	return out, errors.Join(accessErr, mirrorErr, rbacErr)

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -129,18 +130,24 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	if err := memo.Watch(ctx, mgr.GetCache()); err != nil {
 		return nil, Wiring{}, err
 	}
+	clients, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, Wiring{}, fmt.Errorf("failed to create the client of the identities' source Secrets: %w", err)
+	}
 	w := Wiring{
 		Options:         o,
 		Live:            mgr.GetAPIReader(),
 		Variables:       variables,
 		Recorder:        mgr.GetEventRecorder(EventSource),
 		ServiceAccounts: memo,
+		Sources:         identity.NewSourceWatch(ctx, clients, mgr.GetAPIReader()),
 	}
 	if err := terraformclusteridentity.Setup(ctx, mgr, terraformclusteridentity.Options{
 		WatchFilter: o.WatchFilter,
 		SyncPeriod:  o.SyncPeriod,
 		Live:        w.Live,
 		Recorder:    w.Recorder,
+		Sources:     w.Sources,
 	}); err != nil {
 		return nil, Wiring{}, err
 	}

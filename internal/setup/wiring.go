@@ -33,6 +33,9 @@ type Wiring struct {
 	// forgotten on the manager cache's events (shared by the workload
 	// controllers).
 	ServiceAccounts *identity.ServiceAccountMemo
+	// Sources serves the identities' source Secrets from a watch of each
+	// (shared by the workload controllers and the identity controller).
+	Sources *identity.SourceWatch
 }
 
 // WorkloadController sets up one workload controller (TerraformCluster,

@@ -35,6 +35,7 @@ func flow(mgr ctrl.Manager, w Wiring) lifecycle.Flow {
 		APIReader:       w.Live,
 		Recorder:        w.Recorder,
 		ServiceAccounts: w.ServiceAccounts,
+		Sources:         w.Sources.Reader(nil),
 		Options: lifecycle.Options{
 			RunnerImage:          w.Options.RunnerImage,
 			DriftDefaultInterval: w.Options.DriftDefaultInterval,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -13,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
@@ -47,14 +50,20 @@ type Options struct {
 	Recorder events.EventRecorder
 	// Concurrency is the number of workers (default 1).
 	Concurrency int
+	// Sources serves the identities' source Secrets from watches; a
+	// change it sees wakes the identities that name the Secret (nil: the
+	// source is read live at each pass and seen at the next sync).
+	Sources *identity.SourceWatch
 }
 
 // Reconciler reconciles TerraformClusterIdentities.
 type Reconciler struct {
 	// Client is the manager's cached client: identities and the mirrors
 	// (labeled captf.io/managed=true) are read from the cache.
-	Client     client.Client
-	Live       client.Reader
+	Client client.Client
+	Live   client.Reader
+	// Sources reads the source Secret (Options.Sources, or Live).
+	Sources    client.Reader
 	Recorder   events.EventRecorder
 	SyncPeriod time.Duration
 }
@@ -70,6 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if r.Live == nil {
 		r.Live = mgr.GetAPIReader()
 	}
+	r.Sources = o.Sources.Reader(r.Live)
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("captf.io/manager")
 	}
@@ -81,7 +91,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		workers = 1
 	}
 	log := mgr.GetLogger().WithValues("controller", Name)
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers,
 			NewQueue: watches.Shard{Filter: o.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return &infrav1.TerraformClusterIdentity{} })}).
@@ -90,8 +100,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, o.WatchFilter),
 		)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mirrorToIdentity),
-			builder.WithPredicates(predicate.NewPredicateFuncs(isMirror))).
-		Complete(r)
+			builder.WithPredicates(predicate.NewPredicateFuncs(isMirror)))
+	if o.Sources != nil {
+		changed := make(chan event.GenericEvent, sourceChangesBuffer)
+		o.Sources.Changed = func(key client.ObjectKey) {
+			select {
+			case changed <- event.GenericEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+			default:
+				// Full: the sync period looks again.
+			}
+		}
+		b = b.WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(r.namingSecret)))
+	}
+	err := b.Complete(r)
 	if err != nil {
 		return fmt.Errorf("failed to set up the %s controller: %w", Name, err)
 	}
@@ -121,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to create a patch helper for TerraformClusterIdentity %s: %w", id.Name, err)
 	}
-	observed, err := identity.ObserveIdentity(ctx, r.Client, r.Live, id)
+	observed, err := identity.ObserveIdentity(ctx, r.Client, r.Sources, id)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -135,4 +156,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(id, nil, e.Type, e.Reason, eventAction, "%s", e.Message)
 	}
 	return ctrl.Result{RequeueAfter: r.SyncPeriod}, nil
+}
+
+// sourceChangesBuffer is how many source Secret changes wait for the
+// controller before more are dropped (the sync period catches those).
+const sourceChangesBuffer = 256
+
+// namingSecret maps a changed source Secret to the identities whose
+// spec.secretRef names it.
+func (r *Reconciler) namingSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	ids := &infrav1.TerraformClusterIdentityList{}
+	if err := r.Client.List(ctx, ids); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the identities of a changed source Secret", "Secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var out []reconcile.Request
+	for _, id := range ids.Items {
+		if id.Spec.SecretRef.Namespace == o.GetNamespace() && id.Spec.SecretRef.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: id.Name}})
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -299,4 +300,42 @@ func condString(c *metav1.Condition) string {
 		return "<nil>"
 	}
 	return string(c.Status) + "/" + c.Reason + ": " + c.Message
+}
+
+// TestSourceChangesWakeTheIdentity: with the manager's SourceWatch, the
+// identity's source Secret appearing or going is seen at once, not at the
+// next sync period (here an hour away).
+func TestSourceChangesWakeTheIdentity(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clients, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startManager(t, Options{SyncPeriod: time.Hour, Sources: identity.NewSourceWatch(ctx, clients, live)})
+	create(t, c, namespace("captf-watched"))
+	id := newIdentity("watched", nil)
+	id.Spec.SecretRef.Namespace = "captf-watched"
+	create(t, c, id)
+	envtest.Eventually(t, 30*time.Second, "Ready False", func() (bool, string) {
+		_, r := ready(c, "watched")
+		return r != nil && r.Reason == infrav1.SecretNotFoundReason, "ready " + condString(r)
+	})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: id.Spec.SecretRef.Name, Namespace: "captf-watched"}, Data: map[string][]byte{"TOKEN": []byte(sentinel)}}
+	create(t, c, secret)
+	envtest.Eventually(t, 30*time.Second, "Ready True", func() (bool, string) {
+		_, r := ready(c, "watched")
+		return r != nil && r.Reason == infrav1.SecretFoundReason, "ready " + condString(r)
+	})
+	if err := c.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 30*time.Second, "Ready False again", func() (bool, string) {
+		_, r := ready(c, "watched")
+		return r != nil && r.Reason == infrav1.SecretNotFoundReason, "ready " + condString(r)
+	})
 }
