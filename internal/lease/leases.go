@@ -45,6 +45,16 @@ type Leases struct {
 	// holder. A round that decides without writing (the lease is another
 	// Job's, or already ours and not due for renewal) reads live.
 	Hint client.Reader
+	// Synced, when set with Hint, waits until Hint holds the lease at key
+	// at version rv (the write just made) and reports whether it does in
+	// time. A TerraformMachine or TerraformMachinePool that took its run
+	// lease with a write then reads the cluster lease from Hint instead of
+	// the API server: Hint delivers a namespace's Leases in the order they
+	// were written, so once it holds that write it holds every Lease write
+	// before it, and a cluster lease taken before the run lease is there
+	// (one taken after it finds the run lease with its live list). Without
+	// it, or when Hint does not catch up, the read is live.
+	Synced func(ctx context.Context, key types.NamespacedName, rv string) bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -89,6 +99,9 @@ func (c *Claim) validate() error {
 type Outcome struct {
 	// Acquired: the claimant holds the lease now.
 	Acquired bool
+	// Version is the lease's resourceVersion as the acquiring write left
+	// it, "" when the lease was already held and nothing was written.
+	Version string
 	// Holder is the Job that holds the lease when it was not acquired.
 	Holder Holder
 	// State is the verdict on that holder.
@@ -186,7 +199,7 @@ func (l *Leases) Enter(ctx context.Context, c Claim, gate bool) (Entry, error) {
 	}
 
 	if !c.Owner.Kind.Capabilities().TakesClusterLease {
-		h, state, err := l.ClusterHolder(ctx, c.Owner.Namespace, c.Owner.ClusterName)
+		h, state, err := l.clusterHolderAfter(ctx, c, run.Version)
 		if err != nil {
 			return e, err
 		}
@@ -260,11 +273,29 @@ func (l *Leases) ClusterHolder(ctx context.Context, namespace, cluster string) (
 	return l.judge(ctx, types.NamespacedName{Namespace: namespace, Name: ClusterName(namespace, cluster)})
 }
 
+// clusterHolderAfter judges the Cluster's write lease for a member that
+// just took its run lease, leaving it at version runVersion: from Hint once
+// Hint holds that write (see Synced), else live.
+func (l *Leases) clusterHolderAfter(ctx context.Context, c Claim, runVersion string) (Holder, HolderState, error) {
+	key := types.NamespacedName{Namespace: c.Owner.Namespace, Name: ClusterName(c.Owner.Namespace, c.Owner.ClusterName)}
+	run := types.NamespacedName{Namespace: c.Owner.Namespace, Name: RunName(c.Suffix)}
+	if runVersion != "" && l.Hint != nil && l.Synced != nil && l.Synced(ctx, run, runVersion) {
+		return l.judgeFrom(ctx, l.Hint, key)
+	}
+	return l.judge(ctx, key)
+}
+
 // judge reads the lease at key, live, and judges its holder; a missing
 // lease is Free.
 func (l *Leases) judge(ctx context.Context, key types.NamespacedName) (Holder, HolderState, error) {
+	return l.judgeFrom(ctx, l.Reader, key)
+}
+
+// judgeFrom is judge reading the lease through r (the holder's Job is
+// read live).
+func (l *Leases) judgeFrom(ctx context.Context, r client.Reader, key types.NamespacedName) (Holder, HolderState, error) {
 	lease := &coordinationv1.Lease{}
-	if err := l.Reader.Get(ctx, key, lease); err != nil {
+	if err := r.Get(ctx, key, lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Holder{}, Free, nil
 		}
@@ -342,7 +373,7 @@ func (l *Leases) acquire(ctx context.Context, key types.NamespacedName, labels m
 			err := l.Client.Create(ctx, lease)
 			switch {
 			case err == nil:
-				return Outcome{Acquired: true}, nil
+				return Outcome{Acquired: true, Version: lease.ResourceVersion}, nil
 			case apierrors.IsAlreadyExists(err):
 				continue
 			}
@@ -383,7 +414,7 @@ func (l *Leases) acquire(ctx context.Context, key types.NamespacedName, labels m
 		err = l.Client.Update(ctx, cur)
 		switch {
 		case err == nil:
-			out.Acquired = true
+			out.Acquired, out.Version = true, cur.ResourceVersion
 			return out, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			continue
