@@ -38,8 +38,11 @@ func (s Shard) Holds(labels map[string]string) bool {
 // an add to this queue, so an object of another shard is never reconciled,
 // whatever watch maps to it. r reads the object (the manager's cache) as
 // newObject makes it; a request whose object the reader cannot read (not
-// found: deleted; the pass finds nothing to do) is let through, so that no
-// wake-up of the shard's own objects is ever lost.
+// found: deleted, or created a moment ago and not cached yet, as when a
+// Machine's event comes before its TerraformMachine's) is let through, so
+// that no wake-up of the shard's own objects is ever lost, and judged again
+// when a worker takes it: one whose object is then another shard's is
+// dropped there.
 func (s Shard) Queue(r client.Reader, newObject func() client.Object) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rl })
@@ -67,6 +70,25 @@ func (s Shard) admits(r client.Reader, newObject func() client.Object, req recon
 type shardQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
 	admit func(reconcile.Request) bool
+}
+
+// GetWithPriority hands a worker the next request of the shard, judging
+// each again as it leaves the queue.
+func (q shardQueue) GetWithPriority() (reconcile.Request, int, bool) {
+	for {
+		item, priority, shutdown := q.PriorityQueue.GetWithPriority()
+		if shutdown || q.admit(item) {
+			return item, priority, shutdown
+		}
+		q.PriorityQueue.Forget(item)
+		q.PriorityQueue.Done(item)
+	}
+}
+
+// Get is GetWithPriority without the priority.
+func (q shardQueue) Get() (reconcile.Request, bool) {
+	item, _, shutdown := q.GetWithPriority()
+	return item, shutdown
 }
 
 func (q shardQueue) keep(items []reconcile.Request) []reconcile.Request {

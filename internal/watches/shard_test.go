@@ -101,6 +101,40 @@ func TestShardQueueAdmitsOnlyTheShard(t *testing.T) {
 	}
 }
 
+// TestShardQueueJudgesAgainOnTheWayOut checks a request admitted while its
+// object was not in the cache yet (created a moment ago): a worker never
+// gets it once the object shows it is another shard's, and still gets it
+// when it is the shard's.
+func TestShardQueueJudgesAgainOnTheWayOut(t *testing.T) {
+	c := shardFleet(t)
+	newQueue := Shard{Filter: "blue"}.Queue(c, func() client.Object { return &infrav1.TerraformMachine{} })
+	q := newQueue("test", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](0, 0))
+	defer q.ShutDown()
+	late := func(name, shard string) reconcile.Request {
+		req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: name}}
+		q.Add(req)
+		tm := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{clusterv1.WatchLabel: shard}}}
+		if err := c.Create(context.Background(), tm); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	late("late-green", "green")
+	want := late("late-blue", "blue")
+	deadline := time.Now().Add(2 * time.Second)
+	for q.Len() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got, _ := q.Get()
+	q.Done(got)
+	if got != want {
+		t.Fatalf("a worker got %v, want %v", got, want)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d requests left in the queue, want 0", n)
+	}
+}
+
 // TestShardJobsCountsOnlyTheShard checks that the Jobs a manager counts
 // (captf_jobs_active) are those of its shard's objects.
 func TestShardJobsCountsOnlyTheShard(t *testing.T) {
