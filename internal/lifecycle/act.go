@@ -211,20 +211,36 @@ func (f *Flow) createRun(ctx context.Context, p *Pass, run *jobs.Run, job *batch
 		}
 		return nil, false, f.giveBack(ctx, p, job.Name, func() { report(p, op, msg) })
 	}
-	if taken, err := f.runNameTaken(ctx, run, job); err != nil || taken != "" {
-		if err != nil {
-			return nil, false, err
-		}
-		return rollback(f.reportJobNameTaken, taken)
-	}
 	secret, err := jobs.PendingRunSecret(run)
 	if err != nil {
 		return nil, false, fmt.Errorf("failed to build Secret %s: %w", jobs.RunSecretName(job.Name), err)
 	}
-	if err := f.Client.Create(ctx, secret); err == nil {
-		pending = secret
-	} else if !apierrors.IsAlreadyExists(err) {
-		return nil, false, fmt.Errorf("failed to create Secret %s: %w", secret.Name, err)
+	// The names are free in every pass but one that a crash or a stale
+	// cache repeats, so the Secret is created straight away and the live
+	// reads that judge what holds the names are made only when it exists
+	// already. A Job of the name that is not CAPTF's is found by the
+	// Job's create below, which rolls the new Secret back.
+	for try := 0; ; try++ {
+		created := secret.DeepCopy()
+		err := f.Client.Create(ctx, created)
+		if err == nil {
+			pending = created
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, false, fmt.Errorf("failed to create Secret %s: %w", secret.Name, err)
+		}
+		if try > 0 {
+			// Judged reusable (or removed) a moment ago: the pass
+			// takes it as it is.
+			break
+		}
+		if taken, err := f.runNameTaken(ctx, run, job); err != nil || taken != "" {
+			if err != nil {
+				return nil, false, err
+			}
+			return rollback(f.reportJobNameTaken, taken)
+		}
 	}
 	created := true
 	if err := f.Client.Create(ctx, job); err != nil {

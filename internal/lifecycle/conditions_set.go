@@ -199,8 +199,12 @@ func credentialsWait(p *Pass) string {
 	return p.CredentialsWait
 }
 
-// setDependenciesReady: the owner lookup's or the inputs' wait, else
-// True.
+// setDependenciesReady: the owner lookup's or the inputs' wait, else True
+// when the pass built the inputs. A pass that stopped before them (the one
+// that adds the finalizer, one with a Job running) learnt nothing of what
+// the object waits for, so the condition keeps what the last pass that
+// looked said, and stays unset until one has: a new object never claims
+// its dependencies ready before they were checked.
 func setDependenciesReady(p *Pass) {
 	if w := p.OwnerWait; w != nil {
 		status := metav1.ConditionUnknown
@@ -208,6 +212,9 @@ func setDependenciesReady(p *Pass) {
 			status = metav1.ConditionFalse
 		}
 		conditions.Set(p.Obj, metav1.Condition{Type: infrav1.DependenciesReadyCondition, Status: status, Reason: w.Reason, Message: w.Message})
+		return
+	}
+	if !p.facts.dependenciesChecked {
 		return
 	}
 	conditions.Set(p.Obj, metav1.Condition{Type: infrav1.DependenciesReadyCondition, Status: metav1.ConditionTrue, Reason: infrav1.DependenciesReadyReason})

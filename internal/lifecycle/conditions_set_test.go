@@ -175,7 +175,13 @@ func TestSetDeleting(t *testing.T) {
 func TestSetDependenciesReady(t *testing.T) {
 	runSetterCases(t, infrav1.DependenciesReadyCondition, setDependenciesReady, []setterCase{
 		{name: "§1.3: True/DependenciesReady when everything awaited exists",
-			want: cnd(metav1.ConditionTrue, infrav1.DependenciesReadyReason)},
+			facts: func(p *Pass) { p.facts.dependenciesChecked = true },
+			want:  cnd(metav1.ConditionTrue, infrav1.DependenciesReadyReason)},
+		{name: "unset while no pass has checked the inputs (the finalizer's pass)",
+			want: nil},
+		{name: "a pass that did not build the inputs keeps the last verdict",
+			before: cnd(metav1.ConditionUnknown, infrav1.WaitingForClusterInfrastructureReason),
+			want:   cnd(metav1.ConditionUnknown, infrav1.WaitingForClusterInfrastructureReason)},
 		{name: "§1.3: Unknown for a wait (WaitingForOwner)",
 			facts: func(p *Pass) { p.OwnerWait = &Wait{Reason: infrav1.WaitingForOwnerReason, Message: "no owner yet"} },
 			want:  cnd(metav1.ConditionUnknown, infrav1.WaitingForOwnerReason), wantMessage: "no owner yet"},

@@ -15,7 +15,7 @@ import (
 // refused ApplyJobSucceeded are set from.
 func (f *Flow) credentials(ctx context.Context, p *Pass) error {
 	prev := p.Before(infrav1.IdentityAllowedCondition)
-	creds, err := identity.ReconcileWithMemo(ctx, f.Client, f.sources.Reader(f.APIReader), f.ServiceAccounts, p.Obj, p.TerraformCluster)
+	creds, err := identity.ReconcileWithMemo(ctx, f.Client, f.sources.Reader(f.APIReader), f.Sources, f.ServiceAccounts, p.Obj, p.TerraformCluster)
 	p.facts.credentials = &creds
 	for _, e := range creds.Events(prev) {
 		f.event(p, nil, e.Type, e.Reason, e.Message)

@@ -20,6 +20,10 @@ type facts struct {
 	// paused (Pass.paused), which it does on every pass that finds the
 	// object, from the first.
 	pausedRead bool
+	// dependenciesChecked: the pass built the inputs, so it knows whether
+	// the object waits for anything (a source, the Cluster's
+	// infrastructure) besides its owner.
+	dependenciesChecked bool
 	// credentials is the credentials step's outcome, nil when it did not
 	// run.
 	credentials *identity.Credentials

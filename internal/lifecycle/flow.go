@@ -49,6 +49,9 @@ type Flow struct {
 	// between passes, forgotten on the cache's events (nil lists them at
 	// every pass).
 	ServiceAccounts *identity.ServiceAccountMemo
+	// Sources reads the identities' source Secrets (the manager's
+	// SourceWatch); nil reads them live, like every Secret no cache holds.
+	Sources client.Reader
 
 	// written guards against deciding on a cached version older than
 	// this manager's own last write (set by Setup).
@@ -60,6 +63,9 @@ type Flow struct {
 	// (the identity's source Secret) among concurrent passes (set by
 	// Setup; nil reads each with its own request).
 	sources *identity.SharedReads
+	// leaseSync tells when the cache holds a Lease write of this manager
+	// (set by Setup; nil reads the cluster lease live).
+	leaseSync *versionWaiter
 }
 
 // kind is the workload kind the flow reconciles: its adapter's.

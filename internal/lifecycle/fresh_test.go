@@ -205,16 +205,32 @@ func TestVersionRecorderReadsItsOwnPatch(t *testing.T) {
 	}
 }
 
-// TestOwnStatusWritesWakeNothing checks the For predicate: an update that
-// is this manager's own status write does not wake the object again, while
-// anyone else's update, a change beyond status, and a write a pass waits
-// for do.
-func TestOwnStatusWritesWakeNothing(t *testing.T) {
+// TestOwnWritesWakeNothing checks the For predicate: an update that is
+// this manager's own write (status, or the metadata and spec a pass wrote
+// as it went on) does not wake the object again, while anyone else's
+// update, a finalizer or deletion change, and a write a pass waits for do.
+func TestOwnWritesWakeNothing(t *testing.T) {
 	at := func(rv string, finalizers ...string) *infrav1.TerraformMachine {
 		return &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: rv, Finalizers: finalizers}}
 	}
+	annotated := func(rv string) *infrav1.TerraformMachine {
+		m := at(rv)
+		m.Annotations = map[string]string{"clusterctl.cluster.x-k8s.io/block-move": "true"}
+		return m
+	}
+	withProviderID := func(rv string) *infrav1.TerraformMachine {
+		m := at(rv)
+		m.Generation = 2
+		m.Spec.ProviderID = "p://1"
+		return m
+	}
+	deleting := func(rv string) *infrav1.TerraformMachine {
+		m := at(rv)
+		m.DeletionTimestamp = &metav1.Time{}
+		return m
+	}
 	update := func(f *Flow, old, new *infrav1.TerraformMachine) bool {
-		return f.notOwnStatusWrite().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+		return f.notOwnWrite().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
 	}
 	cases := []struct {
 		name     string
@@ -230,6 +246,10 @@ func TestOwnStatusWritesWakeNothing(t *testing.T) {
 		{"someone else's write between, as a number", []string{"10", "12"}, false, at("10"), at("11"), true},
 		{"an older version than the writing pass started from", []string{"10", "11", "12"}, false, at("9"), at("10"), true},
 		{"a finalizer change, though this manager wrote it", []string{"10", "11", "12"}, false, at("11"), at("12", "f"), true},
+		{"the move block this manager set", []string{"10", "11", "12"}, false, at("10"), annotated("11"), false},
+		{"the provider ID this manager wrote", []string{"10", "11", "12"}, false, at("10"), withProviderID("11"), false},
+		{"someone else's annotation", []string{"10", "11", "12"}, false, at("12"), annotated("13"), true},
+		{"the deletion, at a version this manager wrote", []string{"10", "11"}, false, at("10"), deleting("11"), true},
 		{"the write a pass found the cache behind of", []string{"10", "11", "12"}, true, at("11"), at("12"), true},
 		{"opaque versions this manager wrote", []string{"a", "b"}, false, at("a"), at("b"), false},
 	}

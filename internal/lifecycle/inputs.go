@@ -175,6 +175,7 @@ func (f *Flow) buildInputs(ctx context.Context, p *Pass) error {
 	if err := f.Adapter.BuildInputs(ctx, p); err != nil {
 		return err
 	}
+	p.facts.dependenciesChecked = true
 	switch p.Inputs.Status {
 	case decide.InputsWaiting:
 		status := metav1ConditionUnknown

@@ -13,6 +13,11 @@ func (f *Flow) leases() *lease.Leases {
 	// The cache's copy saves the live read of a round that ends in a
 	// create or a resourceVersion-checked update.
 	l.Hint = f.Client
+	if f.leaseSync != nil {
+		// A member's check of the cluster lease reads the cache once it
+		// holds the member's own run lease write.
+		l.Synced = f.leaseSync.Synced
+	}
 	if f.Clock != nil {
 		l.Now = f.Clock
 	}

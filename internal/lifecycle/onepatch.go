@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,6 +88,16 @@ func (f *Flow) patchLocked(ctx context.Context, p *Pass) error {
 			return err
 		}
 		version = out.GetResourceVersion()
+		if g := out.GetGeneration(); g != p.Obj.GetGeneration() {
+			// The pass's own spec write (spec.providerID) moved the
+			// generation: what it observed is that new spec, so its
+			// status says so, and no later pass has to write the
+			// observedGeneration again.
+			observedOwnSpec(p, g)
+			if status, hasStatus, err = statusDiff(before, p.Obj); err != nil {
+				return err
+			}
+		}
 	}
 	if !hasStatus {
 		return nil
@@ -96,6 +107,43 @@ func (f *Flow) patchLocked(ctx context.Context, p *Pass) error {
 		return err
 	}
 	return p.writes.Status().Patch(ctx, p.Obj.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, body))
+}
+
+// statusDiff is the status part of the merge patch from before to obj.
+func statusDiff(before, obj client.Object) (json.RawMessage, bool, error) {
+	data, err := client.MergeFrom(before).Data(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("failed to compute the patch: %w", err)
+	}
+	var diff map[string]json.RawMessage
+	if err := json.Unmarshal(data, &diff); err != nil {
+		return nil, false, fmt.Errorf("failed to read the patch: %w", err)
+	}
+	status, ok := diff["status"]
+	return status, ok, nil
+}
+
+// observedOwnSpec moves the object to generation g, which the pass's own
+// spec write produced, and with it status.observedGeneration and every
+// condition that observed the generation before.
+func observedOwnSpec(p *Pass, g int64) {
+	old := p.Obj.GetGeneration()
+	p.Obj.SetGeneration(g)
+	if st := p.Status(); st.ObservedGeneration == old {
+		st.ObservedGeneration = g
+	}
+	if c, ok := p.Obj.(interface {
+		GetConditions() []metav1.Condition
+		SetConditions([]metav1.Condition)
+	}); ok {
+		conds := c.GetConditions()
+		for i := range conds {
+			if conds[i].ObservedGeneration == old {
+				conds[i].ObservedGeneration = g
+			}
+		}
+		c.SetConditions(conds)
+	}
 }
 
 // dropVersion removes metadata.resourceVersion from a diff (the object

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -44,11 +45,16 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	f.written = &written{}
 	f.exports = &exportsCache{}
 	f.sources = identity.NewSharedReads(f.APIReader)
+	leaseSync, err := newVersionWaiter(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	f.leaseSync = leaseSync
 	kind := f.kind()
 	obj := f.kind().NewObject()
 	log := ctrl.LoggerFrom(ctx)
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter), f.notOwnStatusWrite())).
+		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter), f.notOwnWrite())).
 		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
 			builder.WithPredicates(managedOnly())).
@@ -63,18 +69,30 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	return b.Complete(OrdinaryRequeues(f.Reconcile))
 }
 
-// notOwnStatusWrite drops the update of an object that is this manager's
-// own status write (written.ownUpdate): the pass that wrote it already
-// acted on it. An update that changes more than status (spec, labels,
-// annotations, finalizers, owner references, deletion) always passes, as
-// does one a pass waits for.
-func (f *Flow) notOwnStatusWrite() predicate.Predicate {
+// notOwnWrite drops the update of an object that is this manager's own
+// write (written.ownUpdate): its status, or the metadata and spec a pass
+// wrote as it went on (the clusterctl move block before a Job, the
+// provider ID and the block's removal after one). The pass that wrote it
+// already acted on all of it. Each watch event is one write, so a write of
+// anyone else in between is an update of its own and passes. An update
+// that adds or removes a finalizer or starts the deletion always passes:
+// the pass that adds the finalizer stops there and the next one starts
+// from this update (book: The Reconcile Lifecycle, "Finalizer"). So does
+// one a pass waits for.
+func (f *Flow) notOwnWrite() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil || watches.MetadataChanged(e.ObjectOld, e.ObjectNew) {
+		if e.ObjectOld == nil || e.ObjectNew == nil || finalizersOrDeletionChanged(e.ObjectOld, e.ObjectNew) {
 			return true
 		}
 		return !f.written.ownUpdate(e.ObjectNew)
 	}}
+}
+
+// finalizersOrDeletionChanged reports whether an update added or removed a
+// finalizer or set the deletion timestamp.
+func finalizersOrDeletionChanged(o, n client.Object) bool {
+	return (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+		!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
 }
 
 func managedOnly() predicate.Predicate {
