@@ -2,6 +2,7 @@ package scale
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -160,5 +161,91 @@ func TestReactionOf(t *testing.T) {
 	s := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 1234567 * time.Microsecond}
 	if r := reactionOf(s, 0); r.Samples != 4 || r.P50Ms != 20 || r.P95Ms != 1234.6 || r.P99Ms != 1234.6 {
 		t.Errorf("four samples: %+v", r)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	one, two := layout{shards: 1}, layout{shards: 2}
+	if got := one.clusters(); len(got) != 1 || got[0] != ClusterName {
+		t.Errorf("one shard: clusters %v", got)
+	}
+	if _, ok := one.labels(0)["cluster.x-k8s.io/watch-filter"]; ok {
+		t.Errorf("one shard: labels %v carry a watch-filter", one.labels(0))
+	}
+	if got := two.clusters(); len(got) != 2 || got[0] != "scale-0" || got[1] != "scale-1" {
+		t.Errorf("two shards: clusters %v", got)
+	}
+	if l := two.labels(1); l["cluster.x-k8s.io/watch-filter"] != "scale-shard-1" || l["cluster.x-k8s.io/cluster-name"] != "scale-1" {
+		t.Errorf("two shards: labels of shard 1 %v", l)
+	}
+	for _, tc := range []struct {
+		l     layout
+		name  string
+		shard int
+		ok    bool
+	}{
+		{two, MachineName(0), 0, true},
+		{two, MachineName(1), 1, true},
+		{two, MachineName(12345), 1, true},
+		{layout{shards: 3}, MachineName(5), 2, true},
+		{one, MachineName(7), 0, true},
+		{two, BombMachine, 0, false},
+		{two, "m-7", 0, false},
+		{two, "m-00007-bootstrap", 0, false},
+	} {
+		if s, ok := tc.l.shardOf(tc.name); s != tc.shard || ok != tc.ok {
+			t.Errorf("%d shards: shardOf(%q) = %d, %v; want %d, %v", tc.l.shards, tc.name, s, ok, tc.shard, tc.ok)
+		}
+	}
+}
+
+func TestCountLog(t *testing.T) {
+	// Lines as the manager writes them (klog text, one per line).
+	const log = `I1205 12:16:53.826752   22433 flags.go:64] FLAG: --watch-filter="scale-shard-0"
+I1205 12:16:56.212105   22433 controller.go:477] "Reconciling" controller="terraformmachine" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachine" TerraformMachine="captf-scale/m-00000" namespace="captf-scale" name="m-00000" reconcileID="id-1"
+I1205 12:16:56.212105   22433 warning_handler.go:64] "metadata.finalizers: prefer a domain-qualified finalizer name" controller="terraformmachine" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachine" TerraformMachine="captf-scale/m-00000" namespace="captf-scale" name="m-00000" reconcileID="id-1"
+I1205 12:16:56.300000   22433 controller.go:477] "Reconciling" controller="terraformmachine" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachine" TerraformMachine="captf-scale/m-00002" namespace="captf-scale" name="m-00002" reconcileID="id-2"
+I1205 12:16:56.400000   22433 controller.go:477] "Reconciling" controller="terraformmachine" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachine" TerraformMachine="captf-scale/m-00003" namespace="captf-scale" name="m-00003" reconcileID="id-3"
+I1205 12:16:56.500000   22433 controller.go:477] "Reconciling" controller="terraformmachinepool" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachinePool" TerraformMachinePool="captf-scale/m-00005" namespace="captf-scale" name="m-00005" reconcileID="id-4"
+I1205 12:16:56.600000   22433 controller.go:477] "Reconciling" controller="terraformmachine" controllerGroup="infrastructure.cluster.x-k8s.io" controllerKind="TerraformMachine" TerraformMachine="captf-scale/tenant-bomb" namespace="captf-scale" name="tenant-bomb" reconcileID="id-5"
+I1205 12:16:56.700000   22433 event_broadcaster.go:338] "Event occurred" logger="events" object="captf-scale/m-00001" kind="TerraformMachine" apiVersion="infrastructure.cluster.x-k8s.io/v1alpha1" type="Normal" reason="ProviderIDSet"
+I1205 12:16:56.800000   22433 event_broadcaster.go:338] "Event occurred" logger="events" object="captf-scale/m-00004" kind="TerraformMachine" apiVersion="infrastructure.cluster.x-k8s.io/v1alpha1" type="Normal" reason="ProviderIDSet"
+I1205 12:16:56.900000   22433 event_broadcaster.go:338] "Event occurred" logger="events" object="captf-scale/scale-1" kind="TerraformCluster" apiVersion="infrastructure.cluster.x-k8s.io/v1alpha1" type="Normal" reason="Applied"
+`
+	got, err := countLog(strings.NewReader(log), 0, layout{shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shard 0 holds the even machines: passes id-1 (two lines, one pass)
+	// and id-2 are its own, id-3 (m-00003) is shard 1's; the pool and the
+	// tenant's machine are not fleet machines; m-00001's event is shard 1's.
+	if want := (logCount{Passes: 3, CrossPasses: 1, CrossEvents: 1}); got != want {
+		t.Errorf("countLog = %+v, want %+v", got, want)
+	}
+	got, err = countLog(strings.NewReader(log), 1, layout{shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (logCount{Passes: 3, CrossPasses: 2, CrossEvents: 1}); got != want {
+		t.Errorf("as shard 1: countLog = %+v, want %+v", got, want)
+	}
+}
+
+func TestMergeResultKeepsShardsAndPaceApart(t *testing.T) {
+	rs := MergeResult(nil, Result{N: 100, When: "a"})
+	rs = MergeResult(rs, Result{N: 100, Shards: 2, When: "b"})
+	rs = MergeResult(rs, Result{N: 100, PaceSeconds: 0.2, When: "c"})
+	rs = MergeResult(rs, Result{N: 50, When: "d"})
+	rs = MergeResult(rs, Result{N: 100, Shards: 1, When: "e"}) // replaces "a": shards 0 is one
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.When+":"+r.Size())
+	}
+	want := "d:50 e:100 c:100 (paced, 200ms) b:2×50"
+	if strings.Join(got, " ") != want {
+		t.Errorf("merged %q, want %q", strings.Join(got, " "), want)
+	}
+	if s := (Result{N: 101, Shards: 2}).Size(); s != "2×50…51" {
+		t.Errorf("Size of 101 on 2 shards = %q", s)
 	}
 }
