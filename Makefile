@@ -236,6 +236,10 @@ test-release: tools ## Build a release folder with every platform's manager imag
 scale: tools ## Measure one manager at scale (N=100,500,... TerraformMachines) and rewrite docs/book/operator-guide/scale.md.
 	go run ./test/scale/cmd/scale -n $(or $(N),100) $(SCALE_FLAGS)
 
+.PHONY: bench-reaction
+bench-reaction: tools ## Measure the time from a finished Job to the machine's next step on a manager that is not saturated (60 machines, one every 250 ms, 1 s Jobs); reports p50/p95/p99 ms.
+	go test -run '^$$' -bench BenchmarkReaction -benchtime 1x ./test/scale
+
 .PHONY: bench-tenant
 bench-tenant: tools ## Measure the manager's RSS with and without a hostile tenant (500 Secrets of 1 MiB labeled captf.io/managed, a gzip-bomb state); fails past +10 %.
 	go run ./test/scale/cmd/tenant -n $(or $(N),500)

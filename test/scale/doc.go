@@ -17,11 +17,22 @@
 // Secrets) in one Cluster with one identity, drives them to Ready with drift
 // checks on at the manager's default interval, then measures a steady
 // window. It reports time to all Ready, Jobs per second, the manager's RSS,
-// Go heap and CPU, the API server's requests by verb and resource, and the
-// reconcile latency and workqueue depth from the manager's metrics.
+// Go heap and CPU, the API server's requests by verb and resource, the
+// reconcile latency and workqueue depth from the manager's metrics, and the
+// reaction time: from each machine's Job finished to the machine's next
+// step seen (reaction.go). Machines are created in batches, or one at a
+// time at a pace (Config.Pace) to measure a manager that is not saturated.
+//
+// With Config.Shards = K > 1 the harness runs K managers against the one
+// API server, manager i with --watch-filter=scale-shard-<i>, and splits the
+// fleet into K Clusters, each object labeled for its shard (shards.go).
+// Each manager's memory and CPU are its own; the run fails when a manager
+// reconciled none of its machines, or reconciled or recorded events about
+// another shard's machines (read from its log).
 //
 // `go test ./test/scale` runs a small sample as a test of the harness
-// itself (all Ready, no duplicate Job); `make scale N=...` runs the full
-// measurement (cmd/scale) and writes docs/book/operator-guide/scale.md's
-// table and plots.
+// itself (all Ready, no duplicate Job) and the unit tests of its pure
+// parts; `make scale N=...` runs the full measurement (cmd/scale) and
+// writes docs/book/operator-guide/scale.md's table and plots; `make
+// bench-reaction` runs BenchmarkReaction (60 paced machines).
 package scale

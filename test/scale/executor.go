@@ -63,6 +63,10 @@ type Executor struct {
 	finished atomic.Int64
 	failures atomic.Int64
 	lastErr  atomic.Value
+
+	// reactions, when set, gets the moment each TerraformMachine Job was
+	// finished and each new TerraformMachine Job was first seen.
+	reactions *reactionLog
 }
 
 // ExecutorStats is what the executor saw.
@@ -118,6 +122,9 @@ func (x *Executor) Run(ctx context.Context) error {
 			return
 		}
 		x.seen[key] = true
+		if m, ok := fleetMachine(j); ok {
+			x.reactions.stepSeen(m, time.Now())
+		}
 		if other, ok := x.active[owner]; ok && other != j.Name {
 			x.duplicates = append(x.duplicates, fmt.Sprintf("%s: %s while %s runs", owner, j.Name, other))
 		}
@@ -161,6 +168,17 @@ func (x *Executor) Run(ctx context.Context) error {
 	}
 	go func() { <-ctx.Done(); x.queue.ShutDown() }()
 	return nil
+}
+
+// fleetMachine is the namespace/name of the fleet's TerraformMachine that
+// owns j; false for other owners (the TerraformCluster, the hostile
+// tenant's machine).
+func fleetMachine(j *batchv1.Job) (string, bool) {
+	name := j.Labels[infrav1.OwnerNameLabel]
+	if infrav1.WorkloadKind(j.Labels[infrav1.OwnerKindLabel]) != infrav1.KindTerraformMachine || name == "" || name == BombMachine {
+		return "", false
+	}
+	return j.Namespace + "/" + name, true
 }
 
 func ownerKey(j *batchv1.Job) string {
@@ -227,6 +245,9 @@ func (x *Executor) finish(ctx context.Context, j *batchv1.Job) error {
 	j.Status.Conditions = append(j.Status.Conditions,
 		batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonCompletionsReached, LastProbeTime: now, LastTransitionTime: now},
 		batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonCompletionsReached, LastProbeTime: now, LastTransitionTime: now})
+	// The finished moment is when the status write that succeeded was
+	// sent: the manager cannot see the Job finished before it.
+	sent := time.Now()
 	if _, err := x.Client.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
 			fresh, gerr := x.Client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
@@ -234,11 +255,15 @@ func (x *Executor) finish(ctx context.Context, j *batchv1.Job) error {
 				return gerr
 			}
 			fresh.Status = j.Status
+			sent = time.Now()
 			_, err = x.Client.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
 		}
 		if err != nil {
 			return fmt.Errorf("failed to finish Job %s: %w", j.Name, err)
 		}
+	}
+	if m, ok := fleetMachine(j); ok {
+		x.reactions.finished(m, sent)
 	}
 	x.mu.Lock()
 	if x.active[ownerKey(j)] == j.Name {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env"
 	"github.com/captf-io/cluster-api-provider-terraform/test/env/capi"
-	"github.com/captf-io/cluster-api-provider-terraform/test/env/controlplane"
 	"github.com/captf-io/cluster-api-provider-terraform/test/tools"
 )
 
@@ -44,9 +42,22 @@ type Config struct {
 	Batch         int
 	CreateWorkers int
 	BatchPause    time.Duration
+	// Pace, when set, creates the machines one at a time, Pace apart,
+	// instead of in batches, from the moment every Cluster is provisioned
+	// (machines created earlier would wait for it and start their Jobs
+	// together): a fleet that grows slowly enough to leave the manager
+	// idle between machines, where reaction times are the manager's own
+	// and not a queue's.
+	Pace time.Duration
+	// Shards is how many managers run against the one API server (default
+	// 1). With K > 1, manager i runs with --watch-filter=ShardFilter(i),
+	// the fleet has K Clusters (scale-<i>, each with its TerraformCluster)
+	// and the N machines are dealt to them in turn, every object labeled
+	// for its shard.
+	Shards int
 	// Settle is the wait after all are Ready before the steady window;
-	// the window then also waits for the manager's TerraformMachine
-	// workqueue to drain (the passes the bring-up queued), up to
+	// the window then also waits for the managers' TerraformMachine
+	// workqueues to drain (the passes the bring-up queued), up to
 	// DrainTimeout (default 20 minutes).
 	Settle       time.Duration
 	DrainTimeout time.Duration
@@ -77,6 +88,9 @@ type Config struct {
 }
 
 // Result is what a run measured. Durations are in seconds, memory in MiB.
+// With more than one shard, memory figures are the largest manager's, CPU
+// figures and reconcile counts the sum over the managers, and Managers
+// holds each manager's.
 type Result struct {
 	N               int      `json:"n"`
 	When            string   `json:"when"`
@@ -84,6 +98,11 @@ type Result struct {
 	LoadBefore      string   `json:"loadBefore"`
 	ManagerFlags    []string `json:"managerFlags"`
 	JobDelaySeconds float64  `json:"jobDelaySeconds"`
+	// Shards is how many managers ran, each on its own shard of the fleet
+	// (0 in results recorded before shards: one). PaceSeconds is the
+	// paced mode's interval between machines (0: batches).
+	Shards      int     `json:"shards"`
+	PaceSeconds float64 `json:"paceSeconds,omitempty"`
 
 	// Complete is false when the bring-up timed out; ReadyAtEnd is how
 	// many machines were Ready then, and the figures cover the run so far.
@@ -117,6 +136,12 @@ type Result struct {
 	MaxQueue     float64 `json:"maxWorkqueueDepth"`
 	SteadyP99    float64 `json:"steadyReconcileP99Seconds"`
 
+	// Reaction is the time from a machine's Job finished to its next step
+	// seen (reaction.go), over the Jobs finished during the bring-up;
+	// reactionSamples are the samples themselves (not recorded).
+	Reaction
+	reactionSamples []time.Duration
+
 	// Requests per second by "VERB resource" over the bring-up and the
 	// steady window (API server's apiserver_request_total; includes the
 	// executor's stand-in writes).
@@ -131,6 +156,13 @@ type Result struct {
 	// (each a create) and their repeats (series, each first repeat a
 	// patch), read from the API server after every machine was Ready.
 	Events map[string]EventCount `json:"events,omitempty"`
+
+	// Managers are each manager's figures in a sharded run.
+	Managers []ManagerResult `json:"managers,omitempty"`
+	// CrossShardPasses and CrossShardEvents add up the managers': a
+	// sharded run whose managers kept to their shards has both 0.
+	CrossShardPasses int `json:"crossShardPasses"`
+	CrossShardEvents int `json:"crossShardEvents"`
 
 	Executor ExecutorStats `json:"executor"`
 }
@@ -151,8 +183,11 @@ func (c *Config) defaults() {
 	if c.BatchPause == 0 {
 		c.BatchPause = time.Second
 	}
+	if c.Shards < 1 {
+		c.Shards = 1
+	}
 	if c.Timeout == 0 {
-		c.Timeout = 10*time.Minute + time.Duration(c.N)*200*time.Millisecond
+		c.Timeout = 10*time.Minute + time.Duration(c.N)*(200*time.Millisecond+c.Pace)
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -178,7 +213,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// controller-runtime's envtest helpers log through its global logger.
 	ctrl.SetLogger(logr.Discard())
 	res := &Result{N: cfg.N, When: time.Now().UTC().Format(time.RFC3339), Machine: machine(), LoadBefore: loadavg(),
-		JobDelaySeconds: cfg.JobDelay.Seconds()}
+		JobDelaySeconds: cfg.JobDelay.Seconds(), Shards: cfg.Shards, PaceSeconds: cfg.Pace.Seconds()}
+	lay := layout{shards: cfg.Shards}
+	if cfg.N < cfg.Shards {
+		return res, fmt.Errorf("%d machines cannot be split into %d shards", cfg.N, cfg.Shards)
+	}
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return res, err
@@ -233,43 +272,63 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	x := &Executor{Client: cs, Delay: cfg.JobDelay, Workers: cfg.ExecutorWorkers}
+	reactions := &reactionLog{}
+	x := &Executor{Client: cs, Delay: cfg.JobDelay, Workers: cfg.ExecutorWorkers, reactions: reactions}
 	if err := x.Run(runCtx); err != nil {
 		return res, err
 	}
-	port, err := controlplane.FreePort()
+	mgrs, err := startManagers(runCtx, e, managerBin, lay, cfg.ManagerArgs)
 	if err != nil {
 		return res, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	res.ManagerFlags = ManagerFlags(addr, cfg.ManagerArgs)
-	mgr, err := e.StartProcess("manager", append([]string{managerBin}, res.ManagerFlags...))
-	if err != nil {
-		return res, err
+	res.ManagerFlags = mgrs[0].flags
+	exited := make(chan *manager, len(mgrs))
+	for _, m := range mgrs {
+		go func() {
+			select {
+			case <-m.proc.Exited():
+				exited <- m
+			case <-runCtx.Done():
+			}
+		}()
 	}
-	metricsURL := "http://" + addr + "/metrics"
-	mon := &monitor{pid: mgr.Pid(), url: metricsURL}
-	go mon.run(runCtx, time.Second)
 
 	apiStart, err := scrapeAPIServer(ctx, cs)
 	if err != nil {
 		return res, err
 	}
 	harnessStart := counter.snapshot()
-	view, err := fleetView(runCtx, harnessConfig, c)
+	view, err := fleetView(runCtx, harnessConfig, c, reactions)
 	if err != nil {
 		return res, err
 	}
 	start := time.Now()
-	cpuStart, _ := readProc(mgr.Pid())
-	cfg.Logf("creating the cluster and %d machines (batches of %d)", cfg.N, cfg.Batch)
-	if err := createCluster(ctx, c); err != nil {
+	for _, m := range mgrs {
+		m.cpuStart, _ = readProc(m.proc.Pid())
+	}
+	if cfg.Pace > 0 {
+		cfg.Logf("creating %d cluster(s) and %d machines (one every %s)", cfg.Shards, cfg.N, cfg.Pace)
+	} else {
+		cfg.Logf("creating %d cluster(s) and %d machines (batches of %d)", cfg.Shards, cfg.N, cfg.Batch)
+	}
+	if err := createShared(ctx, c); err != nil {
 		return res, err
 	}
-	// Cluster API's part: the Cluster is marked provisioned as soon as its
-	// TerraformCluster is, while machines are still being created, so
+	for i, name := range lay.clusters() {
+		if err := createCluster(ctx, c, name, lay.labels(i)); err != nil {
+			return res, err
+		}
+	}
+	// Cluster API's part: each Cluster is marked provisioned as soon as
+	// its TerraformCluster is, while machines are still being created, so
 	// machines flow through their Jobs from the first batch on.
-	provisioned := provisioner(runCtx, c, view)
+	clustersUp, marked := make(chan struct{}), 0
+	provisioned := provisioner(runCtx, c, view, lay.clusters(), func(name string) {
+		cfg.Logf("%s: Cluster %s marked provisioned", time.Since(start).Round(time.Second), name)
+		if marked++; marked == lay.shards {
+			close(clustersUp)
+		}
+	})
 	if cfg.HostileSecrets > 0 {
 		cfg.Logf("a hostile tenant creates %d Secrets of 1 MiB labeled %s", cfg.HostileSecrets, infrav1.ManagedLabel)
 		if err := createHostileSecrets(ctx, c, cfg.HostileSecrets); err != nil {
@@ -277,11 +336,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	if cfg.Bomb {
-		if err := createMachine(ctx, c, BombMachine); err != nil {
+		if err := createMachine(ctx, c, BombMachine, lay.labels(0)); err != nil {
 			return res, err
 		}
 	}
-	cr := &creator{c: c, workers: cfg.CreateWorkers, batch: cfg.Batch}
+	cr := &creator{c: c, layout: lay, workers: cfg.CreateWorkers, batch: cfg.Batch, pace: cfg.Pace, after: clustersUp}
 	createDone := make(chan error, 1)
 	go func() {
 		createDone <- cr.run(runCtx, cfg.N, cfg.BatchPause)
@@ -297,12 +356,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	created := false
 	for {
 		select {
-		case <-mgr.Exited():
-			return res, fmt.Errorf("the manager exited: %v\n%s", mgr.ExitError(), mgr.LogTail(40))
+		case m := <-exited:
+			return res, fmt.Errorf("the manager exited: %v\n%s", m.proc.ExitError(), m.proc.LogTail(40))
 		case <-ctx.Done():
 			// The view's informers and the executor stop with ctx: a
 			// bring-up that goes on would watch a frozen fleet.
-			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
+			partial(res, x, mgrs, reactions, time.Since(start))
 			return res, fmt.Errorf("the bring-up ended after %s, %d created, %d/%d machines Ready: %w", time.Since(start).Round(time.Second), cr.created.Load(), res.ReadyAtEnd, cfg.N, ctx.Err())
 		case err := <-createDone:
 			if err != nil {
@@ -315,17 +374,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err != nil {
 				return res, err
 			}
-			cfg.Logf("%s: Cluster %s marked provisioned", time.Since(start).Round(time.Second), ClusterName)
 		default:
 		}
-		ready, total, clusterProvisioned, err := readiness(ctx, view)
+		ready, total, clustersProvisioned, err := readiness(ctx, view, lay.clusters())
 		if err != nil {
 			return res, err
 		}
 		if time.Since(lastLog) > 30*time.Second {
 			st := x.Stats()
-			cfg.Logf("%s: %d created, %d/%d machines Ready, %d Jobs finished, manager RSS %.0f MiB", time.Since(start).Round(time.Second),
-				cr.created.Load(), ready, total, st.Finished, mon.last().RSS/(1<<20))
+			cfg.Logf("%s: %d created, %d/%d machines Ready, %d Jobs finished, manager RSS %s MiB", time.Since(start).Round(time.Second),
+				cr.created.Load(), ready, total, st.Finished, each(mgrs, "%.0f", func(m *manager) float64 { return m.mon.last().RSS / (1 << 20) }))
 			lastLog = time.Now()
 		}
 		if created && ready == cfg.N && total == cfg.N {
@@ -333,21 +391,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.ReadyAtEnd = ready
 		if time.Now().After(deadline) {
-			partial(res, x, mon, mgr.Pid(), time.Since(start), cpuStart)
-			return res, fmt.Errorf("%w after %s: %d created, %d/%d machines Ready (cluster provisioned %v)", ErrTimeout, cfg.Timeout, cr.created.Load(), ready, total, clusterProvisioned)
+			partial(res, x, mgrs, reactions, time.Since(start))
+			return res, fmt.Errorf("%w after %s: %d created, %d/%d machines Ready (%d/%d clusters provisioned)", ErrTimeout, cfg.Timeout, cr.created.Load(), ready, total, clustersProvisioned, cfg.Shards)
 		}
 		time.Sleep(poll)
 	}
-	bringUp := time.Since(start)
+	bringUpEnd := time.Now()
+	bringUp := bringUpEnd.Sub(start)
 	res.Complete = true
 	res.AllReadySeconds = bringUp.Seconds()
 	st := x.Stats()
 	res.Jobs = st.Finished
 	res.JobsPerSecond = float64(st.Finished) / bringUp.Seconds()
-	cpuUp, _ := readProc(mgr.Pid())
-	res.BringUpCPU = (cpuUp.CPU - cpuStart.CPU).Seconds() / bringUp.Seconds()
+	var cpu time.Duration
+	for _, m := range mgrs {
+		up, _ := readProc(m.proc.Pid())
+		m.res.BringUpCPU = (up.CPU - m.cpuStart.CPU).Seconds() / bringUp.Seconds()
+		cpu += up.CPU - m.cpuStart.CPU
+	}
+	res.BringUpCPU = cpu.Seconds() / bringUp.Seconds()
 	if st.Finished > 0 {
-		res.CPUPerJobMilli = float64((cpuUp.CPU - cpuStart.CPU).Milliseconds()) / float64(st.Finished)
+		res.CPUPerJobMilli = float64(cpu.Milliseconds()) / float64(st.Finished)
 	}
 	apiUp, err := scrapeAPIServer(ctx, cs)
 	if err != nil {
@@ -359,76 +423,102 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Events, err = countEvents(ctx, cs); err != nil {
 		return res, err
 	}
-	mf, err := scrapeManager(ctx, metricsURL)
+	h, err := reconcileHistogram(ctx, mgrs)
 	if err != nil {
 		return res, err
 	}
-	h := mf.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"})
 	res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.Reconciles = h.quantile(0.5), h.quantile(0.95), h.quantile(0.99), h.count
 	cfg.Logf("all %d machines Ready in %s (%d Jobs, %.1f Jobs/s)", cfg.N, bringUp.Round(time.Second), st.Finished, res.JobsPerSecond)
 
 	// Steady window: every machine Ready, drift checks scheduled.
 	if cfg.Steady > 0 {
 		time.Sleep(cfg.Settle)
-		drained, err := drain(ctx, metricsURL, cmp.Or(cfg.DrainTimeout, 20*time.Minute))
-		if err != nil {
-			return res, err
+		res.Drained = true
+		for _, m := range mgrs {
+			drained, err := drain(ctx, m.url, cmp.Or(cfg.DrainTimeout, 20*time.Minute))
+			if err != nil {
+				return res, err
+			}
+			res.Drained = res.Drained && drained
 		}
-		res.Drained = drained
 		if wait := cfg.SteadyStart - time.Since(start); wait > 0 {
 			cfg.Logf("waiting %s for drift checks to start", wait.Round(time.Second))
 			time.Sleep(wait)
 		}
 		res.DrainSeconds = time.Since(start).Seconds() - res.AllReadySeconds
-		cfg.Logf("steady window starts %s after all Ready (workqueue drained: %v)", time.Duration(res.DrainSeconds*float64(time.Second)).Round(time.Second), drained)
-		before, _ := readProc(mgr.Pid())
+		cfg.Logf("steady window starts %s after all Ready (workqueue drained: %v)", time.Duration(res.DrainSeconds*float64(time.Second)).Round(time.Second), res.Drained)
+		before := make([]procStat, len(mgrs))
+		for i, m := range mgrs {
+			before[i], _ = readProc(m.proc.Pid())
+		}
 		apiBefore, err := scrapeAPIServer(ctx, cs)
 		if err != nil {
 			return res, err
 		}
-		mfBefore, err := scrapeManager(ctx, metricsURL)
+		hBefore, err := reconcileHistogram(ctx, mgrs)
 		if err != nil {
 			return res, err
 		}
 		jobsBefore := x.Stats().Finished
-		mon.resetWindow()
+		for _, m := range mgrs {
+			m.mon.resetWindow()
+		}
 		t0 := time.Now()
 		time.Sleep(cfg.Steady)
 		win := time.Since(t0)
-		after, _ := readProc(mgr.Pid())
+		var steadyCPU time.Duration
+		for i, m := range mgrs {
+			after, _ := readProc(m.proc.Pid())
+			steadyCPU += after.CPU - before[i].CPU
+			m.res.SteadyCPU = (after.CPU - before[i].CPU).Seconds() / win.Seconds()
+			w := m.mon.window()
+			m.res.SteadyRSSMiB, m.res.SteadyHeapMiB = w.rssAvg/(1<<20), w.heapAvg/(1<<20)
+			res.SteadyRSSMiB, res.SteadyHeapMiB = max(res.SteadyRSSMiB, m.res.SteadyRSSMiB), max(res.SteadyHeapMiB, m.res.SteadyHeapMiB)
+		}
 		apiAfter, err := scrapeAPIServer(ctx, cs)
 		if err != nil {
 			return res, err
 		}
-		mfAfter, err := scrapeManager(ctx, metricsURL)
+		hAfter, err := reconcileHistogram(ctx, mgrs)
 		if err != nil {
 			return res, err
 		}
 		res.SteadySeconds = win.Seconds()
-		res.SteadyCPU = (after.CPU - before.CPU).Seconds() / win.Seconds()
+		res.SteadyCPU = steadyCPU.Seconds() / win.Seconds()
 		res.SteadyRequests = rates(requestCounts(apiBefore), requestCounts(apiAfter), win)
 		res.SteadyJobs = x.Stats().Finished - jobsBefore
-		hs := mfAfter.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"}).
-			minus(mfBefore.histogram("controller_runtime_reconcile_time_seconds", map[string]string{"controller": "terraformmachine"}))
-		res.SteadyP99 = hs.quantile(0.99)
-		w := mon.window()
-		res.SteadyRSSMiB = w.rssAvg / (1 << 20)
-		res.SteadyHeapMiB = w.heapAvg / (1 << 20)
+		res.SteadyP99 = hAfter.minus(hBefore).quantile(0.99)
+	}
+	for _, m := range mgrs {
+		mf, err := scrapeManager(ctx, m.url)
+		if err != nil {
+			return res, err
+		}
+		m.res.Reconciles, _ = mf.value("controller_runtime_reconcile_total", map[string]string{"controller": "terraformmachine"})
 	}
 	stopRun()
-	final, _ := readProc(mgr.Pid())
-	all := mon.all()
-	res.PeakRSSMiB = float64(max(final.HWM, int64(all.rssMax))) / (1 << 20)
-	res.PeakHeapMiB = all.heapMax / (1 << 20)
-	res.MaxQueue = all.queueMax
+	for _, m := range mgrs {
+		final, _ := readProc(m.proc.Pid())
+		all := m.mon.all()
+		m.res.PeakRSSMiB = float64(max(final.HWM, int64(all.rssMax))) / (1 << 20)
+		m.res.PeakHeapMiB = all.heapMax / (1 << 20)
+		m.res.MaxQueue = all.queueMax
+		res.PeakRSSMiB, res.PeakHeapMiB, res.MaxQueue = max(res.PeakRSSMiB, m.res.PeakRSSMiB), max(res.PeakHeapMiB, m.res.PeakHeapMiB), max(res.MaxQueue, m.res.MaxQueue)
+	}
+	res.reactionSamples, res.Reaction.Unpaired = reactions.samples(bringUpEnd)
+	res.Reaction = reactionOf(res.reactionSamples, res.Reaction.Unpaired)
 	res.Executor = x.Stats()
+	var shardErr error
+	if lay.sharded() {
+		shardErr = checkShards(res, mgrs, lay)
+	}
 	if n := len(res.Executor.Duplicates); n > 0 {
 		return res, fmt.Errorf("%d duplicate Jobs: %v", n, res.Executor.Duplicates[:min(n, 5)])
 	}
-	return res, nil
+	return res, shardErr
 }
 
-// drain waits until the manager's TerraformMachine workqueue is empty in
+// drain waits until a manager's TerraformMachine workqueue is empty in
 // two samples a second apart, or until timeout; it says whether it
 // emptied.
 func drain(ctx context.Context, metricsURL string, timeout time.Duration) (bool, error) {
@@ -460,25 +550,35 @@ func drain(ctx context.Context, metricsURL string, timeout time.Duration) (bool,
 // Result then holds the figures of the run so far.
 var ErrTimeout = errors.New("timed out")
 
-// partial fills a timed-out run's figures: Jobs, CPU, memory and queue so
-// far.
-func partial(res *Result, x *Executor, mon *monitor, pid int, d time.Duration, cpuStart procStat) {
+// partial fills a timed-out run's figures: Jobs, CPU, memory, queue and
+// reaction times so far.
+func partial(res *Result, x *Executor, mgrs []*manager, reactions *reactionLog, d time.Duration) {
 	res.AllReadySeconds = d.Seconds()
 	res.Executor = x.Stats()
 	res.Jobs = res.Executor.Finished
 	res.JobsPerSecond = float64(res.Jobs) / d.Seconds()
-	if p, err := readProc(pid); err == nil {
-		res.BringUpCPU = (p.CPU - cpuStart.CPU).Seconds() / d.Seconds()
-		if res.Jobs > 0 {
-			res.CPUPerJobMilli = float64((p.CPU - cpuStart.CPU).Milliseconds()) / float64(res.Jobs)
+	var cpu time.Duration
+	for _, m := range mgrs {
+		if p, err := readProc(m.proc.Pid()); err == nil {
+			cpu += p.CPU - m.cpuStart.CPU
+			m.res.BringUpCPU = (p.CPU - m.cpuStart.CPU).Seconds() / d.Seconds()
+			m.res.PeakRSSMiB = float64(p.HWM) / (1 << 20)
 		}
-		res.PeakRSSMiB = float64(p.HWM) / (1 << 20)
+		all, last := m.mon.all(), m.mon.last()
+		m.res.PeakHeapMiB, m.res.MaxQueue = all.heapMax/(1<<20), all.queueMax
+		m.res.SteadyRSSMiB, m.res.SteadyHeapMiB = last.RSS/(1<<20), last.Heap/(1<<20)
+		res.PeakRSSMiB, res.PeakHeapMiB, res.MaxQueue = max(res.PeakRSSMiB, m.res.PeakRSSMiB), max(res.PeakHeapMiB, m.res.PeakHeapMiB), max(res.MaxQueue, m.res.MaxQueue)
+		res.SteadyRSSMiB, res.SteadyHeapMiB = max(res.SteadyRSSMiB, m.res.SteadyRSSMiB), max(res.SteadyHeapMiB, m.res.SteadyHeapMiB)
 	}
-	all := mon.all()
-	res.PeakHeapMiB = all.heapMax / (1 << 20)
-	res.MaxQueue = all.queueMax
-	last := mon.last()
-	res.SteadyRSSMiB, res.SteadyHeapMiB = last.RSS/(1<<20), last.Heap/(1<<20)
+	res.BringUpCPU = cpu.Seconds() / d.Seconds()
+	if res.Jobs > 0 {
+		res.CPUPerJobMilli = float64(cpu.Milliseconds()) / float64(res.Jobs)
+	}
+	res.reactionSamples, res.Reaction.Unpaired = reactions.samples(time.Now())
+	res.Reaction = reactionOf(res.reactionSamples, res.Reaction.Unpaired)
+	if len(mgrs) > 1 {
+		res.Managers = managerResults(mgrs)
+	}
 }
 
 func clients(cfg *rest.Config) (kubernetes.Interface, client.Client, error) {

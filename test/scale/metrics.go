@@ -153,6 +153,27 @@ func (h histogram) minus(earlier histogram) histogram {
 	return out
 }
 
+// plus is the sum of two histograms of the same buckets (two managers of
+// one build).
+func (h histogram) plus(o histogram) histogram {
+	acc := map[float64]float64{}
+	for i, b := range h.bounds {
+		acc[b] += h.counts[i]
+	}
+	for i, b := range o.bounds {
+		acc[b] += o.counts[i]
+	}
+	out := histogram{count: h.count + o.count, sum: h.sum + o.sum}
+	for b := range acc {
+		out.bounds = append(out.bounds, b)
+	}
+	sort.Float64s(out.bounds)
+	for _, b := range out.bounds {
+		out.counts = append(out.counts, acc[b])
+	}
+	return out
+}
+
 // quantile estimates the q-quantile by linear interpolation inside the
 // bucket that holds it, as Prometheus' histogram_quantile does.
 func (h histogram) quantile(q float64) float64 {

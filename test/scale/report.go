@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,16 +45,46 @@ func LoadResults(path string) ([]Result, error) {
 	return rs, nil
 }
 
-// MergeResult replaces the result of the same N, keeping them ordered by N.
+// MergeResult replaces the result of the same N, shards and pace, keeping
+// them ordered by N (then shards, then pace).
 func MergeResult(rs []Result, r Result) []Result {
 	out := []Result{r}
 	for _, o := range rs {
-		if o.N != r.N {
+		if o.N != r.N || o.shards() != r.shards() || o.PaceSeconds != r.PaceSeconds {
 			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.N != b.N {
+			return a.N < b.N
+		}
+		if a.shards() != b.shards() {
+			return a.shards() < b.shards()
+		}
+		return a.PaceSeconds < b.PaceSeconds
+	})
 	return out
+}
+
+// shards is how many managers ran (results recorded before shards: one).
+func (r Result) shards() int { return max(r.Shards, 1) }
+
+// Size is the run's N as the table shows it: "N", "K×M" for K managers of
+// M machines each (K×M = N; "K×M…" when the shards differ by one machine),
+// and the pace of a paced run.
+func (r Result) Size() string {
+	s := fmt.Sprint(r.N)
+	if k := r.shards(); k > 1 {
+		s = fmt.Sprintf("%d×%d", k, r.N/k)
+		if r.N%k != 0 {
+			s = fmt.Sprintf("%d×%d…%d", k, r.N/k, r.N/k+1)
+		}
+	}
+	if r.PaceSeconds > 0 {
+		s += fmt.Sprintf(" (paced, %s)", time.Duration(r.PaceSeconds*float64(time.Second)))
+	}
+	return s
 }
 
 // SaveResults writes the results file.
@@ -85,6 +116,18 @@ func WriteDocs(dir string, rs []Result) error {
 	if err := os.WriteFile(page, []byte(s), 0o644); err != nil {
 		return err
 	}
+	// The plots follow one manager as its fleet grows in batches: sharded
+	// and paced runs are in the table only.
+	var one []Result
+	for _, r := range rs {
+		if r.shards() == 1 && r.PaceSeconds == 0 {
+			one = append(one, r)
+		}
+	}
+	if len(one) == 0 {
+		return nil
+	}
+	rs = one
 	ns := func() []float64 {
 		out := make([]float64, len(rs))
 		for i, r := range rs {
@@ -188,12 +231,21 @@ func ms(v float64) string {
 	return fmt.Sprintf("%.0f", v*1000)
 }
 
+// perManager formats each manager's figure, joined by " / ".
+func perManager(ms []ManagerResult, format string, f func(ManagerResult) float64) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf(format, f(m))
+	}
+	return strings.Join(parts, " / ")
+}
+
 // Table is the Scale page's results table, the top API requests of the
 // steady window, and the conditions of each run.
 func Table(rs []Result) string {
 	var b strings.Builder
-	b.WriteString("\n| N | time to all Ready (s) | Jobs | Jobs/s | peak RSS (MiB) | steady RSS (MiB) | peak heap (MiB) | steady heap (MiB) | bring-up CPU (cores) | steady CPU (cores) | CPU per Job (ms) | reconcile p50 / p95 / p99 (ms) | max queue depth | API req/s bring-up | API req/s steady |\n")
-	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("\n| N | time to all Ready (s) | Jobs | Jobs/s | peak RSS (MiB) | steady RSS (MiB) | peak heap (MiB) | steady heap (MiB) | bring-up CPU (cores) | steady CPU (cores) | CPU per Job (ms) | reconcile p50 / p95 / p99 (ms) | reaction p50 / p95 / p99 (ms) | max queue depth | API req/s bring-up | API req/s steady |\n")
+	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	sum := func(m map[string]float64) float64 {
 		t := 0.0
 		for _, v := range m {
@@ -201,7 +253,9 @@ func Table(rs []Result) string {
 		}
 		return t
 	}
+	sharded := false
 	for _, r := range rs {
+		sharded = sharded || r.shards() > 1
 		ready := f1(r.AllReadySeconds)
 		steadyCPU, p50, p95, p99, upReq, steadyReq := f2(r.SteadyCPU), ms(r.ReconcileP50), ms(r.ReconcileP95), ms(r.ReconcileP99), f1(sum(r.BringUpRequests)), f2(sum(r.SteadyRequests))
 		if !r.Complete {
@@ -211,9 +265,25 @@ func Table(rs []Result) string {
 			ready = fmt.Sprintf("not reached: %d Ready after %s", r.ReadyAtEnd, f1(r.AllReadySeconds))
 			steadyCPU, p50, p95, p99, upReq, steadyReq = "–", "–", "–", "–", "–", "–"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %.0f | %s | %s |\n",
-			r.N, ready, r.Jobs, f1(r.JobsPerSecond), f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB), f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
-			f2(r.BringUpCPU), steadyCPU, f1(r.CPUPerJobMilli), p50, p95, p99, r.MaxQueue, upReq, steadyReq)
+		reaction := "–"
+		if r.Samples > 0 {
+			reaction = fmt.Sprintf("%.0f / %.0f / %.0f", r.P50Ms, r.P95Ms, r.P99Ms)
+		}
+		peakRSS, steadyRSS := f1(r.PeakRSSMiB), f1(r.SteadyRSSMiB)
+		if len(r.Managers) > 1 {
+			peakRSS = perManager(r.Managers, "%.1f", func(m ManagerResult) float64 { return m.PeakRSSMiB })
+			steadyRSS = perManager(r.Managers, "%.1f", func(m ManagerResult) float64 { return m.SteadyRSSMiB })
+			if !r.Complete {
+				steadyRSS = "–"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s | %.0f | %s | %s |\n",
+			r.Size(), ready, r.Jobs, f1(r.JobsPerSecond), peakRSS, steadyRSS, f1(r.PeakHeapMiB), f1(r.SteadyHeapMiB),
+			f2(r.BringUpCPU), steadyCPU, f1(r.CPUPerJobMilli), p50, p95, p99, reaction, r.MaxQueue, upReq, steadyReq)
+	}
+	b.WriteString("\nReaction: from the moment a machine's Job was finished to the harness seeing the machine's next step (Ready, removed, or its next Job), over the Jobs finished during the bring-up; nearest-rank percentiles.\n")
+	if sharded {
+		b.WriteString("A row K×M ran K managers of M machines each against one API server: its RSS cells give each manager's, its heap and queue the largest manager's, and its CPU the sum over the managers.\n")
 	}
 	b.WriteString("\nAPI requests per second during bring-up, by verb and resource (the ten busiest; the executor's stand-in writes for the kubelet, the Job controller and the runner's backend are included):\n\n")
 	b.WriteString("| N | requests/s |\n| ---: | --- |\n")
@@ -228,7 +298,7 @@ func Table(rs []Result) string {
 		if len(parts) == 0 {
 			parts = []string{"not measured (the run did not reach all Ready)"}
 		}
-		fmt.Fprintf(&b, "| %d | %s |\n", r.N, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "| %s | %s |\n", r.Size(), strings.Join(parts, ", "))
 	}
 	b.WriteString("\nAPI requests per second in the steady window (every machine Ready, drift checks scheduled; the window starts once the manager's TerraformMachine workqueue has drained what the bring-up queued):\n\n")
 	b.WriteString("| N | window starts after all Ready (s) | window (s) | Jobs in window | requests/s |\n| ---: | ---: | ---: | ---: | --- |\n")
@@ -250,12 +320,17 @@ func Table(rs []Result) string {
 		if r.Complete && !r.Drained {
 			start += " (queue not drained)"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.0f | %d | %s |\n", r.N, start, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %d | %s |\n", r.Size(), start, r.SteadySeconds, r.SteadyJobs, strings.Join(parts, ", "))
 	}
 	b.WriteString("\nEach run: when, the machine, its load average before the run, the Job delay and the manager's flags:\n\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "- N=%d: %s, %s, load average before %s, Job delay %.1fs, executor retries %d, flags `%s`\n",
-			r.N, r.When, r.Machine, strings.TrimSpace(r.LoadBefore), r.JobDelaySeconds, r.Executor.Failures, strings.Join(r.ManagerFlags, " "))
+		fmt.Fprintf(&b, "- N=%s: %s, %s, load average before %s, Job delay %.1fs, executor retries %d, flags `%s`",
+			r.Size(), r.When, r.Machine, strings.TrimSpace(r.LoadBefore), r.JobDelaySeconds, r.Executor.Failures, strings.Join(r.ManagerFlags, " "))
+		if len(r.Managers) > 1 {
+			fmt.Fprintf(&b, " (manager 0's; the others differ in --diagnostics-address and --watch-filter), TerraformMachine passes per manager %s, passes on another shard's machines %d",
+				perManager(r.Managers, "%.0f", func(m ManagerResult) float64 { return m.Reconciles }), r.CrossShardPasses)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 	return b.String()

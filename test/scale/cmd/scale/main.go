@@ -33,6 +33,8 @@ func main() {
 	timeout := flag.Duration("timeout", 0, "bound on each bring-up (default 10m + 200ms per machine); a run that times out is recorded as incomplete with its figures so far")
 	managerBin := flag.String("manager-bin", "", "a manager binary built beforehand, used by every run (default: each run builds cmd/manager)")
 	batch := flag.Int("batch", 100, "machines created per batch; the next batch is created a second later, while earlier machines run their Jobs")
+	pace := flag.Duration("pace", 0, "create the machines one at a time, this far apart (e.g. 200ms), instead of in batches: a manager that is not saturated, for reaction times")
+	shards := flag.Int("shards", 1, "managers run against the one API server, manager i with --watch-filter=scale-shard-<i>, the machines split evenly among K Clusters")
 	merge := flag.String("merge", "", "instead of running, merge the results files listed (comma-separated) into the page's and rewrite the table and plots")
 	flag.Parse()
 	if *merge != "" {
@@ -44,13 +46,28 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *delay, *settle, *steadyStart, *steady, strings.Fields(*managerArgs), *docs, *keep, *timeout, *batch, *managerBin); err != nil {
+	if *shards < 1 {
+		fmt.Fprintf(os.Stderr, "scale: -shards %d: at least one manager runs\n", *shards)
+		os.Exit(2)
+	}
+	opts := options{delay: *delay, settle: *settle, steadyStart: *steadyStart, steady: *steady, extra: strings.Fields(*managerArgs), docs: *docs,
+		keep: *keep, timeout: *timeout, batch: *batch, managerBin: *managerBin, pace: *pace, shards: *shards}
+	if err := run(ctx, *ns, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, list string, delay, settle, steadyStart, steady time.Duration, extra []string, docs bool, keep string, timeout time.Duration, batch int, managerBin string) error {
+// options are the flags of a run.
+type options struct {
+	delay, settle, steadyStart, steady, timeout, pace time.Duration
+	extra                                             []string
+	docs                                              bool
+	keep, managerBin                                  string
+	batch, shards                                     int
+}
+
+func run(ctx context.Context, list string, o options) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -61,26 +78,42 @@ func run(ctx context.Context, list string, delay, settle, steadyStart, steady ti
 		if err != nil || n < 1 {
 			return fmt.Errorf("-n: %q is not a fleet size", f)
 		}
-		cfg := scale.Config{N: n, JobDelay: delay, Timeout: timeout, Settle: settle, SteadyStart: steadyStart, Steady: steady, ManagerArgs: extra, Batch: batch, ManagerBinary: managerBin,
+		cfg := scale.Config{N: n, JobDelay: o.delay, Timeout: o.timeout, Settle: o.settle, SteadyStart: o.steadyStart, Steady: o.steady, ManagerArgs: o.extra,
+			Batch: o.batch, ManagerBinary: o.managerBin, Pace: o.pace, Shards: o.shards,
 			Logf: func(format string, args ...any) { fmt.Printf("N=%d: %s\n", n, fmt.Sprintf(format, args...)) }}
-		if keep != "" {
-			cfg.Dir = filepath.Join(keep, "n"+strconv.Itoa(n))
+		if o.keep != "" {
+			name := "n" + strconv.Itoa(n)
+			if o.shards > 1 {
+				name += "-shards" + strconv.Itoa(o.shards)
+			}
+			if o.pace > 0 {
+				name += "-pace" + o.pace.String()
+			}
+			cfg.Dir = filepath.Join(o.keep, name)
 		}
 		res, err := scale.Run(ctx, cfg)
+		var runErr error
 		switch {
 		case errors.Is(err, scale.ErrTimeout):
 			fmt.Printf("N=%d: %v; recording the figures so far\n", n, err)
+		case err != nil && res.Complete:
+			// The fleet came up but a check failed (duplicate Jobs,
+			// a manager outside its shard): the figures are printed,
+			// and the run fails.
+			runErr = fmt.Errorf("run of %d machines: %w", n, err)
 		case err != nil:
 			return fmt.Errorf("run of %d machines: %w", n, err)
 		}
-		fmt.Printf("N=%d: ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, bring-up CPU %.0f ms per Job, %.0f passes, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f\n",
-			n, res.AllReadySeconds, res.JobsPerSecond, res.PeakRSSMiB, res.SteadyRSSMiB, res.SteadyHeapMiB, res.CPUPerJobMilli, res.Reconciles, res.SteadyCPU,
-			res.ReconcileP50, res.ReconcileP95, res.ReconcileP99, res.MaxQueue)
+		fmt.Println(summary(res))
 		if cfg.Dir != "" {
-			// The run's own results file, for -merge.
+			// The run's own results file, for -merge (and, for a run
+			// that failed a check, to look at).
 			if err := scale.SaveResults(filepath.Join(cfg.Dir, scale.ResultsFile), []scale.Result{*res}); err != nil {
 				return err
 			}
+		}
+		if runErr != nil {
+			return runErr
 		}
 		if m := res.Executor.MultiApply; len(m) > 0 {
 			fmt.Printf("N=%d: %d objects applied more than once (the harness test fails on this): %v\n", n, len(m), m[:min(len(m), 10)])
@@ -89,7 +122,7 @@ func run(ctx context.Context, list string, delay, settle, steadyStart, steady ti
 			fmt.Print(res.RequestTable())
 			fmt.Print(res.EventTable())
 		}
-		if !docs {
+		if !o.docs {
 			continue
 		}
 		path := filepath.Join(dir, scale.ResultsFile)
@@ -106,6 +139,37 @@ func run(ctx context.Context, list string, delay, settle, steadyStart, steady ti
 		}
 	}
 	return nil
+}
+
+// summary is the one line a run prints.
+func summary(r *scale.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "N=%d: ", r.N)
+	if r.Shards > 1 {
+		fmt.Fprintf(&b, "%d shards, ", r.Shards)
+	}
+	if r.PaceSeconds > 0 {
+		fmt.Fprintf(&b, "paced %s, ", time.Duration(r.PaceSeconds*float64(time.Second)))
+	}
+	fmt.Fprintf(&b, "ready in %.1fs, %.1f Jobs/s, peak RSS %.0f MiB, steady RSS %.0f MiB, steady heap %.0f MiB, bring-up CPU %.0f ms per Job, %.0f passes, steady CPU %.3f cores, reconcile p50/p95/p99 %.3f/%.3f/%.3f s, max queue %.0f",
+		r.AllReadySeconds, r.JobsPerSecond, r.PeakRSSMiB, r.SteadyRSSMiB, r.SteadyHeapMiB, r.CPUPerJobMilli, r.Reconciles, r.SteadyCPU,
+		r.ReconcileP50, r.ReconcileP95, r.ReconcileP99, r.MaxQueue)
+	if r.Samples > 0 {
+		fmt.Fprintf(&b, ", reaction p50/p95/p99 %.0f/%.0f/%.0f ms (%d samples)", r.P50Ms, r.P95Ms, r.P99Ms, r.Samples)
+	} else {
+		b.WriteString(", reaction not measured (no samples)")
+	}
+	if r.Unpaired > 0 {
+		fmt.Fprintf(&b, ", %d finished Jobs without a next step", r.Unpaired)
+	}
+	for _, m := range r.Managers {
+		fmt.Fprintf(&b, "; %s (%s): peak RSS %.0f MiB, bring-up CPU %.2f cores, %.0f passes (%d in its log), cross-shard passes %d, events %d",
+			m.Name, m.WatchFilter, m.PeakRSSMiB, m.BringUpCPU, m.Reconciles, m.LoggedPasses, m.CrossShardPasses, m.CrossShardEvents)
+	}
+	if r.Shards > 1 {
+		fmt.Fprintf(&b, "; crossShardPasses %d", r.CrossShardPasses)
+	}
+	return b.String()
 }
 
 func mergeFiles(files []string) error {
