@@ -66,6 +66,9 @@ type Flow struct {
 	// leaseSync tells when the cache holds a Lease write of this manager
 	// (set by Setup; nil reads the cluster lease live).
 	leaseSync *versionWaiter
+	// own remembers the Secrets and Jobs the flow wrote, whose events wake
+	// nothing (set by Setup).
+	own *ownWrites
 }
 
 // kind is the workload kind the flow reconciles: its adapter's.

@@ -43,6 +43,8 @@ type ControllerOptions struct {
 // objects of the manager's shard, however they are woken (watches.Shard).
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
+	f.own = &ownWrites{}
+	f.Client = recordingClient{Client: f.Client, own: f.own}
 	f.exports = &exportsCache{}
 	f.sources = identity.NewSharedReads(f.APIReader)
 	leaseSync, err := newVersionWaiter(ctx, mgr.GetCache())
@@ -55,9 +57,10 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 	log := ctrl.LoggerFrom(ctx)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, opts.WatchFilter), f.notOwnWrite())).
-		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner()))).
+		Watches(&batchv1.Job{}, FinishedJobsFirst(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), obj, handler.OnlyControllerOwner())),
+			builder.WithPredicates(f.own.predicate())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(byOwnerLabels(kind)),
-			builder.WithPredicates(managedOnly())).
+			builder.WithPredicates(managedOnly(), f.own.predicate())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(opts.Concurrency, 1),
 			NewQueue:                watches.Shard{Filter: opts.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),

@@ -68,7 +68,8 @@ func TerraformClusterChangesForMembers() predicate.Predicate {
 
 // MetadataChanged says an update changed more than status: the spec
 // (generation), labels, annotations, finalizers, owner references or the
-// deletion.
+// deletion. clusterctl's move block, which the cluster's own Jobs set and
+// clear and no member's pass reads, does not count.
 func MetadataChanged(o, n metav1.Object) bool {
 	return o.GetGeneration() != n.GetGeneration() ||
 		!slices.EqualFunc(o.GetOwnerReferences(), n.GetOwnerReferences(), func(a, b metav1.OwnerReference) bool {
@@ -76,7 +77,7 @@ func MetadataChanged(o, n metav1.Object) bool {
 				equalBool(a.Controller, b.Controller)
 		}) ||
 		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
-		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+		!maps.Equal(withoutMoveBlock(o.GetAnnotations()), withoutMoveBlock(n.GetAnnotations())) ||
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
 		!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
 }
@@ -94,4 +95,14 @@ func conditionStatus(cs []metav1.Condition, t string) metav1.ConditionStatus {
 		return c.Status
 	}
 	return ""
+}
+
+// withoutMoveBlock is a copy of annotations without clusterctl's move block.
+func withoutMoveBlock(a map[string]string) map[string]string {
+	if _, ok := a[infrav1.BlockMoveAnnotation]; !ok {
+		return a
+	}
+	out := maps.Clone(a)
+	delete(out, infrav1.BlockMoveAnnotation)
+	return out
 }

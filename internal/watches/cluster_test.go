@@ -96,6 +96,9 @@ func TestTerraformClusterChangesForMembers(t *testing.T) {
 		{"an annotation change wakes the members", func(c *infrav1.TerraformCluster) {
 			c.Annotations = map[string]string{clusterv1.ManagedByAnnotation: "other"}
 		}, true},
+		{"the cluster's clusterctl move block coming or going wakes no member", func(c *infrav1.TerraformCluster) {
+			c.Annotations = map[string]string{infrav1.BlockMoveAnnotation: "true"}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, n := base(), base()
