@@ -16,10 +16,11 @@ import (
 // came, so possibly before a rotation the caller must see), the Get waits
 // for it to finish and then sends the next one, which every Get arriving
 // meanwhile joins. So each answer was read from the API server after the
-// Get was called, exactly as a Get of its own would be, and the identity's
-// source Secret, which CAPTF cannot watch and reads live at every pass
-// (book: Identities and Credentials, "Rotate credentials"), costs at most
-// two reads in flight per Secret however many passes want it at once.
+// Get was called, exactly as a Get of its own would be, and a Secret that
+// every pass reads live (the identity's source Secret where no SourceWatch
+// serves it; book: Identities and Credentials, "Rotate credentials") costs
+// at most two reads in flight per Secret however many passes want it at
+// once.
 //
 // Other kinds, and lists, go straight to Live. A nil *SharedReads reads
 // every Secret with its own request.

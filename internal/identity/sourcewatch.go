@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -38,7 +38,7 @@ type SourceWatch struct {
 	Changed func(key client.ObjectKey)
 
 	ctx     context.Context
-	clients kubernetes.Interface
+	clients corev1client.SecretsGetter
 
 	mu      sync.Mutex
 	sources map[client.ObjectKey]*sourceInformer
@@ -53,7 +53,7 @@ type sourceInformer struct {
 }
 
 // NewSourceWatch returns a SourceWatch whose watches run until ctx ends.
-func NewSourceWatch(ctx context.Context, clients kubernetes.Interface, live client.Reader) *SourceWatch {
+func NewSourceWatch(ctx context.Context, clients corev1client.SecretsGetter, live client.Reader) *SourceWatch {
 	return &SourceWatch{Live: live, ctx: ctx, clients: clients}
 }
 
@@ -115,7 +115,7 @@ func (s *SourceWatch) informer(key client.ObjectKey) (toolscache.SharedIndexInfo
 		s.sources = map[client.ObjectKey]*sourceInformer{}
 	}
 	byName := fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	secrets := s.clients.CoreV1().Secrets(key.Namespace)
+	secrets := s.clients.Secrets(key.Namespace)
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = byName

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,7 +37,7 @@ func TestSourceWatchServesTheSourceFromItsWatch(t *testing.T) {
 	ns := namespace(t, nil)
 	src := sourceSecret(t, ns, "cloud-credentials", map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("v1")})
 	sourceSecret(t, ns, "other", map[string][]byte{"k": []byte("other")})
-	clients, err := kubernetes.NewForConfig(testCfg)
+	clients, err := corev1client.NewForConfig(testCfg)
 	must(t, err)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -110,7 +110,7 @@ func TestSourceWatchReadsLiveWithoutAWatch(t *testing.T) {
 	cfg := rest.CopyConfig(testCfg)
 	cfg.Host = "https://127.0.0.1:1" // nothing listens: the watch never syncs
 	cfg.Timeout = time.Second
-	clients, err := kubernetes.NewForConfig(cfg)
+	clients, err := corev1client.NewForConfig(cfg)
 	must(t, err)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

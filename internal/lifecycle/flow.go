@@ -60,7 +60,8 @@ type Flow struct {
 	// by Setup; nil reads the state every time).
 	exports *exportsCache
 	// sources shares live reads of the Secrets the credentials step reads
-	// (the identity's source Secret) among concurrent passes (set by
+	// live (a mirror the cache holds without its data; the identity's
+	// source Secret when Sources is nil) among concurrent passes (set by
 	// Setup; nil reads each with its own request).
 	sources *identity.SharedReads
 	// leaseSync tells when the cache holds a Lease write of this manager

@@ -38,8 +38,8 @@ type ControllerOptions struct {
 }
 
 // Setup registers the flow as a controller for its kind: the object, its
-// Jobs (a Job that just finished first), and the Secrets and Leases that
-// carry its owner labels. With --watch-filter, its queue admits only the
+// Jobs (a Job that just finished first), and the Secrets that carry its
+// owner labels, each without the events of the flow's own writes. With --watch-filter, its queue admits only the
 // objects of the manager's shard, however they are woken (watches.Shard).
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}

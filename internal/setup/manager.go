@@ -14,7 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -130,7 +130,7 @@ func build(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, Wiri
 	if err := memo.Watch(ctx, mgr.GetCache()); err != nil {
 		return nil, Wiring{}, err
 	}
-	clients, err := kubernetes.NewForConfig(cfg)
+	clients, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, Wiring{}, fmt.Errorf("failed to create the client of the identities' source Secrets: %w", err)
 	}

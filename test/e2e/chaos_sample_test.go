@@ -27,7 +27,7 @@ var faultChains = [][]faultPoint{{
 	{"patch jobs captf-c-*-apply-a1-# annotations[captf.io/bookkept]", 1},
 	{"patch secrets captf-inputs-c-* data", 1},
 }, {
-	{"patch terraformclusters/status * status", 2},
+	{"patch terraformclusters/status * status", 1},
 	{"create leases captf-run-#-c", 1},
 	{"delete secrets captf-run-captf-c-*-apply-a1-#", 1},
 	{"patch terraformmachines * spec", 1},
