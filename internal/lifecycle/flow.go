@@ -15,6 +15,7 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
 
 // Options are the manager settings the flow reads.
@@ -70,6 +71,9 @@ type Flow struct {
 	// own remembers the Secrets and Jobs the flow wrote, whose events wake
 	// nothing (set by Setup).
 	own *ownWrites
+	// shard is --watch-filter's shard (set by Setup; the zero Shard holds
+	// every object).
+	shard watches.Shard
 }
 
 // kind is the workload kind the flow reconciles: its adapter's.
@@ -99,6 +103,11 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 			metrics.ObjectDeleted(f.kind(), req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !f.shard.Holds(obj.GetLabels()) {
+		// Queued before the cache held the object (watches.Shard.Queue
+		// lets such a request through) and found another shard's now.
+		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(string(f.kind()), client.ObjectKeyFromObject(obj))
 	ctx = ctrl.LoggerInto(ctx, log)

@@ -43,6 +43,7 @@ type ControllerOptions struct {
 // objects of the manager's shard, however they are woken (watches.Shard).
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
+	f.shard = watches.Shard{Filter: opts.WatchFilter}
 	f.own = &ownWrites{}
 	f.Client = recordingClient{Client: f.Client, own: f.own}
 	f.exports = &exportsCache{}
