@@ -284,23 +284,17 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	p.facts.results = append(p.facts.results, res)
 
-	// The per-run Secret goes once the result is read (that also gives back
-	// the run lease), right after the status patch that records the
-	// result, before the Job is marked bookkept: the result reaches the
-	// object two round trips sooner. A pass that dies in between leaves
-	// the Job to be booked again, which deletes them then.
-	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
-	return nil
-}
-
-// finishRun deletes a booked Job's per-run Secret and gives back its
-// leases.
-func (f *Flow) finishRun(ctx context.Context, p *Pass, job string) error {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobs.RunSecretName(job), Namespace: p.Obj.GetNamespace()}}
+	// The per-run Secret goes once the result is read; that also gives back
+	// the run lease.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobs.RunSecretName(job.Name), Namespace: job.Namespace}}
 	if err := f.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete Secret %s: %w", secret.Name, err)
 	}
-	return f.releaseLeases(ctx, p, job)
+	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
+		return err
+	}
+	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
+	return nil
 }
 
 // jobMetrics counts a finished Job once, when it is bookkept.
@@ -438,9 +432,6 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 // patch holds their results.
 func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
 	for _, b := range p.bookkept {
-		if err := f.finishRun(ctx, p, b.name); err != nil {
-			return err
-		}
 		job := &batchv1.Job{}
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: b.name}, job); err != nil {
 			if apierrors.IsNotFound(err) {
