@@ -2,8 +2,6 @@ package lease
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,37 +131,7 @@ func TestMemberReadsLiveWhenTheCacheIsBehind(t *testing.T) {
 // member reading the cluster lease from its synced cache: a cluster and a
 // machine operation never both start.
 func TestClusterOperationGateRaceWithACachedMember(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	hint, synced := leaseCache(t)
-	lc := manager(t)
-	lm := &Leases{Client: manager(t).Client, Reader: manager(t).Reader, Hint: hint, Synced: synced}
-	const rounds = 30
-	for round := range rounds {
-		tc := claim(ns, infrav1.KindTerraformCluster, "prod", fmt.Sprintf("captf-c-prod-apply-a%d-cccccc", round+1), infrav1.OperationApply)
-		tm := claim(ns, infrav1.KindTerraformMachine, "prod-cp-1", fmt.Sprintf("captf-m-prod-cp-1-apply-a%d-111111", round+1), infrav1.OperationApply)
-		var (
-			wg         sync.WaitGroup
-			ec, em     Entry
-			errC, errM error
-		)
-		start := make(chan struct{})
-		wg.Add(2)
-		go func() { defer wg.Done(); <-start; ec, errC = lc.Enter(ctx, tc, true) }()
-		go func() { defer wg.Done(); <-start; em, errM = lm.Enter(ctx, tm, true) }()
-		close(start)
-		wg.Wait()
-		if errC != nil || errM != nil {
-			t.Fatalf("round %d: %v / %v", round, errC, errM)
-		}
-		if ec.Allowed && em.Allowed {
-			t.Fatalf("round %d: the cluster and the machine both started", round)
-		}
-		if err := lc.Leave(ctx, tc); err != nil {
-			t.Fatal(err)
-		}
-		if err := lm.Leave(ctx, tm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gateRace(t, ns, manager(t), &Leases{Client: manager(t).Client, Reader: manager(t).Reader, Hint: hint, Synced: synced})
 }
