@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
@@ -57,6 +58,7 @@ func Command() *cobra.Command {
 				return fmt.Errorf("refusing to start: %w", err)
 			}
 			ctrl.SetLogger(klog.Background())
+			setGoMemoryLimit(memlimit.FromCgroup)
 			cfg, err := restConfig(o.Kubeconfig)
 			if err != nil {
 				return err

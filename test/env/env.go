@@ -447,10 +447,16 @@ func (e *Env) ProcessEnv() []string {
 // <Dir>/logs/<name>.log; Stop sends it SIGTERM (SIGKILL after 30 s) before
 // stopping anything else.
 func (e *Env) StartProcess(name string, argv []string) (*controlplane.Process, error) {
+	return e.StartProcessWithEnv(name, argv, nil)
+}
+
+// StartProcessWithEnv is StartProcess with vars (KEY=VALUE) added to the
+// process's environment after ProcessEnv.
+func (e *Env) StartProcessWithEnv(name string, argv, vars []string) (*controlplane.Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("env: StartProcess needs a command")
 	}
-	p, err := controlplane.StartProcessEnv(name, argv[0], argv[1:], filepath.Join(e.Dir, "logs"), e.ProcessEnv())
+	p, err := controlplane.StartProcessEnv(name, argv[0], argv[1:], filepath.Join(e.Dir, "logs"), append(e.ProcessEnv(), vars...))
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	ManagerBinary string
 	// ManagerArgs are extra manager flags (after the harness's own).
 	ManagerArgs []string
+	// ManagerEnv are environment variables (KEY=VALUE) of the manager
+	// process alone, e.g. GOMEMLIMIT standing for a container's memory
+	// limit.
+	ManagerEnv []string
 	// Dir keeps the environment (logs) when set; default a temporary
 	// folder removed at the end.
 	Dir string
@@ -97,6 +101,7 @@ type Result struct {
 	Machine         string   `json:"machine"`
 	LoadBefore      string   `json:"loadBefore"`
 	ManagerFlags    []string `json:"managerFlags"`
+	ManagerEnv      []string `json:"managerEnv,omitempty"`
 	JobDelaySeconds float64  `json:"jobDelaySeconds"`
 	// Shards is how many managers ran, each on its own shard of the fleet
 	// (0 in results recorded before shards: one). PaceSeconds is the
@@ -277,11 +282,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := x.Run(runCtx); err != nil {
 		return res, err
 	}
-	mgrs, err := startManagers(runCtx, e, managerBin, lay, cfg.ManagerArgs)
+	mgrs, err := startManagers(runCtx, e, managerBin, lay, cfg.ManagerArgs, cfg.ManagerEnv)
 	if err != nil {
 		return res, err
 	}
 	res.ManagerFlags = mgrs[0].flags
+	res.ManagerEnv = cfg.ManagerEnv
 	exited := make(chan *manager, len(mgrs))
 	for _, m := range mgrs {
 		go func() {

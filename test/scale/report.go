@@ -326,6 +326,9 @@ func Table(rs []Result) string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "- N=%s: %s, %s, load average before %s, Job delay %.1fs, executor retries %d, flags `%s`",
 			r.Size(), r.When, r.Machine, strings.TrimSpace(r.LoadBefore), r.JobDelaySeconds, r.Executor.Failures, strings.Join(r.ManagerFlags, " "))
+		if len(r.ManagerEnv) > 0 {
+			fmt.Fprintf(&b, ", environment `%s`", strings.Join(r.ManagerEnv, " "))
+		}
 		if len(r.Managers) > 1 {
 			fmt.Fprintf(&b, " (manager 0's; the others differ in --diagnostics-address and --watch-filter), TerraformMachine passes per manager %s, passes on another shard's machines %d",
 				perManager(r.Managers, "%.0f", func(m ManagerResult) float64 { return m.Reconciles }), r.CrossShardPasses)

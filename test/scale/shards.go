@@ -70,7 +70,7 @@ type manager struct {
 
 // startManagers starts one manager per shard, each with its own metrics
 // address, and their monitors (which stop with ctx).
-func startManagers(ctx context.Context, e *env.Env, bin string, l layout, extra []string) ([]*manager, error) {
+func startManagers(ctx context.Context, e *env.Env, bin string, l layout, extra, vars []string) ([]*manager, error) {
 	used := map[int]bool{}
 	var out []*manager
 	for i := range max(l.shards, 1) {
@@ -90,7 +90,7 @@ func startManagers(ctx context.Context, e *env.Env, bin string, l layout, extra 
 			args = append(ShardFlags(i), extra...)
 		}
 		m.flags = ManagerFlags(addr, args)
-		if m.proc, err = e.StartProcess(m.name, append([]string{bin}, m.flags...)); err != nil {
+		if m.proc, err = e.StartProcessWithEnv(m.name, append([]string{bin}, m.flags...), vars); err != nil {
 			return nil, err
 		}
 		m.res = ManagerResult{Name: m.name, WatchFilter: m.filter, Flags: m.flags}

@@ -28,6 +28,7 @@ func main() {
 	steadyStart := flag.Duration("steady-start", 0, "start the steady window no sooner than this long after the run's start (past the drift interval, it measures drift checks running)")
 	steady := flag.Duration("steady", 3*time.Minute, "steady window measured with every machine Ready")
 	managerArgs := flag.String("manager-args", "", "extra manager flags, space-separated")
+	managerEnv := flag.String("manager-env", "", "environment variables of the manager process alone, space-separated KEY=VALUE (e.g. GOMEMLIMIT=1350MiB for a container limit of 1.5 GiB)")
 	docs := flag.Bool("docs", true, "write the results file, table and plots under docs/book/operator-guide")
 	keep := flag.String("keep", "", "keep each run's environment (logs) under this folder")
 	timeout := flag.Duration("timeout", 0, "bound on each bring-up (default 10m + 200ms per machine); a run that times out is recorded as incomplete with its figures so far")
@@ -50,7 +51,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "scale: -shards %d: at least one manager runs\n", *shards)
 		os.Exit(2)
 	}
-	opts := options{delay: *delay, settle: *settle, steadyStart: *steadyStart, steady: *steady, extra: strings.Fields(*managerArgs), docs: *docs,
+	opts := options{delay: *delay, settle: *settle, steadyStart: *steadyStart, steady: *steady, extra: strings.Fields(*managerArgs), env: strings.Fields(*managerEnv), docs: *docs,
 		keep: *keep, timeout: *timeout, batch: *batch, managerBin: *managerBin, pace: *pace, shards: *shards}
 	if err := run(ctx, *ns, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
@@ -61,7 +62,7 @@ func main() {
 // options are the flags of a run.
 type options struct {
 	delay, settle, steadyStart, steady, timeout, pace time.Duration
-	extra                                             []string
+	extra, env                                        []string
 	docs                                              bool
 	keep, managerBin                                  string
 	batch, shards                                     int
@@ -78,7 +79,7 @@ func run(ctx context.Context, list string, o options) error {
 		if err != nil || n < 1 {
 			return fmt.Errorf("-n: %q is not a fleet size", f)
 		}
-		cfg := scale.Config{N: n, JobDelay: o.delay, Timeout: o.timeout, Settle: o.settle, SteadyStart: o.steadyStart, Steady: o.steady, ManagerArgs: o.extra,
+		cfg := scale.Config{N: n, JobDelay: o.delay, Timeout: o.timeout, Settle: o.settle, SteadyStart: o.steadyStart, Steady: o.steady, ManagerArgs: o.extra, ManagerEnv: o.env,
 			Batch: o.batch, ManagerBinary: o.managerBin, Pace: o.pace, Shards: o.shards,
 			Logf: func(format string, args ...any) { fmt.Printf("N=%d: %s\n", n, fmt.Sprintf(format, args...)) }}
 		if o.keep != "" {
