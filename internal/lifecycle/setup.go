@@ -23,6 +23,7 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
@@ -64,7 +65,10 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 			builder.WithPredicates(managedOnly(), f.own.predicate())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(opts.Concurrency, 1),
-			NewQueue:                watches.Shard{Filter: opts.WatchFilter}.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),
+			NewQueue: watches.Shard{Filter: opts.WatchFilter, Gone: func(r reconcile.Request) {
+				// What a pass does for an object not found.
+				metrics.ObjectDeleted(kind, r.Namespace, r.Name)
+			}}.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),
 		}).
 		Named(strings.ToLower(string(kind)))
 	if opts.Extra != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -24,6 +25,16 @@ import (
 type Shard struct {
 	// Filter is --watch-filter ("" for every object).
 	Filter string
+	// Gone, when set, changes what happens to a request whose object the
+	// cache does not hold when a worker takes it: instead of a pass, which
+	// would find nothing, Gone does what that pass would have done for an
+	// object not found. Such an object is deleted, or not cached yet, and
+	// then the cache's add of it wakes it again through the controller's
+	// own watch (the cache holds an object before its watch's handlers
+	// hear of it), judged by its labels. So no worker ever takes a
+	// request of another shard's object, not even one woken before its
+	// object was cached.
+	Gone func(reconcile.Request)
 }
 
 // Holds says whether an object with these labels is in the shard.
@@ -49,27 +60,57 @@ func (s Shard) Queue(r client.Reader, newObject func() client.Object) func(strin
 		if s.Filter == "" {
 			return q
 		}
-		return shardQueue{PriorityQueue: q, admit: func(req reconcile.Request) bool {
-			return s.admits(r, newObject, req)
+		sq := shardQueue{PriorityQueue: q, admit: func(req reconcile.Request) bool {
+			return s.admits(r, newObject, req) != refused
 		}}
+		sq.take = func(req reconcile.Request) bool {
+			switch s.admits(r, newObject, req) {
+			case refused:
+				return false
+			case unread:
+				if s.Gone != nil {
+					s.Gone(req)
+					return false
+				}
+			}
+			return true
+		}
+		return sq
 	}
 }
 
-// admits reads the request's object and says whether it is in the shard.
-func (s Shard) admits(r client.Reader, newObject func() client.Object, req reconcile.Request) bool {
+// admission is the shard's verdict on a request.
+type admission int
+
+const (
+	admitted admission = iota
+	refused
+	// unread: the reader does not hold the object.
+	unread
+)
+
+// admits reads the request's object and judges it.
+func (s Shard) admits(r client.Reader, newObject func() client.Object, req reconcile.Request) admission {
 	o := newObject()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.Get(ctx, types.NamespacedName(req.NamespacedName), o); err != nil {
-		return true
+		if apierrors.IsNotFound(err) {
+			return unread
+		}
+		return admitted
 	}
-	return s.Holds(o.GetLabels())
+	if !s.Holds(o.GetLabels()) {
+		return refused
+	}
+	return admitted
 }
 
-// shardQueue drops, at every way in, the requests admit refuses.
+// shardQueue drops, at every way in, the requests admit refuses, and on
+// the way out those take refuses.
 type shardQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
-	admit func(reconcile.Request) bool
+	admit, take func(reconcile.Request) bool
 }
 
 // GetWithPriority hands a worker the next request of the shard, judging
@@ -77,7 +118,7 @@ type shardQueue struct {
 func (q shardQueue) GetWithPriority() (reconcile.Request, int, bool) {
 	for {
 		item, priority, shutdown := q.PriorityQueue.GetWithPriority()
-		if shutdown || q.admit(item) {
+		if shutdown || q.take(item) {
 			return item, priority, shutdown
 		}
 		q.PriorityQueue.Forget(item)

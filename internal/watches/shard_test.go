@@ -135,6 +135,38 @@ func TestShardQueueJudgesAgainOnTheWayOut(t *testing.T) {
 	}
 }
 
+// TestShardQueueHandsOutNoUncachedObject checks that with Gone set, a
+// worker never takes a request whose object the cache does not hold (a
+// deleted object, or one woken before it was cached, which its own create
+// event wakes again): Gone does the not-found work instead, so no pass
+// runs, not even one that would find another shard's object.
+func TestShardQueueHandsOutNoUncachedObject(t *testing.T) {
+	c := shardFleet(t)
+	var gone []string
+	newQueue := Shard{Filter: "blue", Gone: func(r reconcile.Request) { gone = append(gone, r.Name) }}.
+		Queue(c, func() client.Object { return &infrav1.TerraformMachine{} })
+	q := newQueue("test", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](0, 0))
+	defer q.ShutDown()
+	for _, name := range []string{"gone", "blue"} {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: name}})
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for q.Len() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got, _ := q.Get()
+	q.Done(got)
+	if got.Name != "blue" {
+		t.Fatalf("a worker got %v, want ns/blue", got)
+	}
+	if !slices.Equal(gone, []string{"gone"}) {
+		t.Errorf("Gone called for %v, want [gone]", gone)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d requests left in the queue, want 0", n)
+	}
+}
+
 // TestShardJobsCountsOnlyTheShard checks that the Jobs a manager counts
 // (captf_jobs_active) are those of its shard's objects.
 func TestShardJobsCountsOnlyTheShard(t *testing.T) {
