@@ -137,8 +137,8 @@ func docsCheckFlags(flags map[string]docsFlag, page string) ([]string, error) {
 
 // TestDocsManagerFlagsMatchCommand: every flag of the manager's command line
 // has a row in manager-flags.md with its type and default, every row names
-// a flag, and the environment variables --runner-image falls back to are
-// documented.
+// a flag, and the environment variables --runner-image falls back to and
+// those of the Go memory limit are documented.
 func TestDocsManagerFlagsMatchCommand(t *testing.T) {
 	r := docsRoot(t)
 	page := filepath.Join(r, docsReferenceDir, "manager-flags.md")
@@ -151,7 +151,7 @@ func TestDocsManagerFlagsMatchCommand(t *testing.T) {
 	if n == 0 {
 		t.Fatal("manager-flags.md has no table with a Variable column")
 	}
-	for _, env := range []string{setup.ManagerImageEnv, setup.PodNamespaceEnv, setup.PodNameEnv} {
+	for _, env := range []string{setup.ManagerImageEnv, setup.PodNamespaceEnv, setup.PodNameEnv, setup.GoMemLimitEnv, setup.AutoMemLimitEnv} {
 		if _, ok := envs[env]; !ok {
 			t.Errorf("manager-flags.md does not list the environment variable %s", env)
 		}
