@@ -185,6 +185,9 @@ type Pass struct {
 	Inputs InputsOutcome
 	// Durable is the durable inputs Secret (nil when missing).
 	Durable *corev1.Secret
+	// durableWritten: Durable is what this pass's own write of it
+	// returned, newer than the cache may be.
+	durableWritten bool
 
 	// Decision is what internal/decide chose.
 	Decision decide.Decision

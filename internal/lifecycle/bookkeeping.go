@@ -188,7 +188,7 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 	if la := obj.GetWorkspaceStatus().ActiveJob; la == nil || la.Name != aj.Name {
 		return nil
 	}
-	durable, err := f.durableSecret(ctx, f.Client, p)
+	durable, err := f.passDurable(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -201,6 +201,7 @@ func (f *Flow) vanishedJob(ctx context.Context, p *Pass) error {
 		if err := f.Client.Patch(ctx, durable, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("failed to record the interrupted apply on Secret %s: %w", durable.Name, err)
 		}
+		p.Durable, p.durableWritten = durable, true
 	}
 	p.facts.vanished = aj.Name
 	f.event(p, nil, corev1.EventTypeWarning, infrav1.JobInterruptedEvent, vanishedMessage(aj.Name))
@@ -284,17 +285,23 @@ func (f *Flow) bookkeepJob(ctx context.Context, p *Pass, job *batchv1.Job, c *jo
 	}
 	p.facts.results = append(p.facts.results, res)
 
-	// The per-run Secret goes once the result is read; that also gives back
-	// the run lease.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobs.RunSecretName(job.Name), Namespace: job.Namespace}}
+	// The per-run Secret goes once the result is read (that also gives back
+	// the run lease), right after the status patch that records the
+	// result, before the Job is marked bookkept: the result reaches the
+	// object two round trips sooner. A pass that dies in between leaves
+	// the Job to be booked again, which deletes them then.
+	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
+	return nil
+}
+
+// finishRun deletes a booked Job's per-run Secret and gives back its
+// leases.
+func (f *Flow) finishRun(ctx context.Context, p *Pass, job string) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: jobs.RunSecretName(job), Namespace: p.Obj.GetNamespace()}}
 	if err := f.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete Secret %s: %w", secret.Name, err)
 	}
-	if err := f.releaseLeases(ctx, p, job.Name); err != nil {
-		return err
-	}
-	p.bookkept = append(p.bookkept, bookkept{name: job.Name, marks: c.Marks()})
-	return nil
+	return f.releaseLeases(ctx, p, job)
 }
 
 // jobMetrics counts a finished Job once, when it is bookkept.
@@ -384,7 +391,7 @@ func (f *Flow) recordPlan(p *Pass, job *batchv1.Job, c *jobs.Classification, boo
 // pinDigest records a succeeded apply's image digest on the durable inputs
 // Secret, and marks it applied.
 func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) error {
-	durable, err := f.durableSecret(ctx, f.Client, p)
+	durable, err := f.passDurable(ctx, p)
 	if err != nil || durable == nil {
 		return err
 	}
@@ -416,7 +423,7 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 	if err := f.Client.Patch(ctx, durable, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("failed to pin the image digest on Secret %s: %w", durable.Name, err)
 	}
-	p.Durable = durable
+	p.Durable, p.durableWritten = durable, true
 	if !pinned {
 		return nil
 	}
@@ -432,6 +439,9 @@ func (f *Flow) pinDigest(ctx context.Context, p *Pass, c *jobs.Classification) e
 // patch holds their results.
 func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
 	for _, b := range p.bookkept {
+		if err := f.finishRun(ctx, p, b.name); err != nil {
+			return err
+		}
 		job := &batchv1.Job{}
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: p.Obj.GetNamespace(), Name: b.name}, job); err != nil {
 			if apierrors.IsNotFound(err) {

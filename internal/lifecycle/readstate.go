@@ -58,6 +58,19 @@ func (f *Flow) durableSecret(ctx context.Context, r client.Reader, p *Pass) (*co
 	return s, nil
 }
 
+// passDurable is the durable inputs Secret as the pass knows it: what its
+// own write returned when it wrote it (bookkeeping's digest pin, which also
+// clears an interrupted apply's mark, or that mark recorded), else the
+// cache's copy. The cache may not hold the pass's write yet, and an old
+// copy would bring back what the write changed: a cleared interrupted mark
+// read again starts a second apply.
+func (f *Flow) passDurable(ctx context.Context, p *Pass) (*corev1.Secret, error) {
+	if p.durableWritten {
+		return p.Durable, nil
+	}
+	return f.durableSecret(ctx, f.Client, p)
+}
+
 // readState reads the state, takes a backup of a new serial, adopts the
 // state of a successful apply, classifies the lock, and hands the outputs to
 // the kind.
@@ -65,7 +78,7 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	if p.Active != nil {
 		return nil
 	}
-	durable, err := f.durableSecret(ctx, f.Client, p)
+	durable, err := f.passDurable(ctx, p)
 	if err != nil {
 		return err
 	}
