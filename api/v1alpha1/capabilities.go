@@ -142,13 +142,20 @@ func (*TerraformMachinePool) Capabilities() Capabilities {
 }
 
 // Capabilities returns the capabilities the kind's objects declare; none
-// for anything that is not a workload kind.
+// for anything that is not a workload kind. It allocates nothing: it is
+// asked once per object when a namespace's objects are walked.
 func (k WorkloadKind) Capabilities() Capabilities {
-	if o := k.NewObject(); o != nil {
-		return o.Capabilities()
-	}
-	return Capabilities{}
+	return kindCapabilities[k]
 }
+
+// kindCapabilities holds each workload kind's declared capabilities.
+var kindCapabilities = func() map[WorkloadKind]Capabilities {
+	m := map[WorkloadKind]Capabilities{}
+	for _, k := range WorkloadKinds() {
+		m[k] = k.NewObject().Capabilities()
+	}
+	return m
+}()
 
 // KindsWith returns the workload kinds whose capabilities satisfy has, in
 // WorkloadKinds' order.

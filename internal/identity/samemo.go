@@ -38,6 +38,11 @@ type ServiceAccountMemo struct {
 type memoEntry struct {
 	at  uint64
 	sas []string
+	// anyMember: sas holds every ServiceAccount a new machine or pool
+	// that names none of its own could run as (captf-runner and every
+	// cluster default of the namespace), so such an object's arrival
+	// changes nothing.
+	anyMember bool
 }
 
 // NewServiceAccountMemo returns an empty memo.
@@ -58,7 +63,8 @@ func (m *ServiceAccountMemo) Changed(namespace string) {
 // is shared: read it only.
 func (m *ServiceAccountMemo) ServiceAccounts(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
 	if m == nil {
-		return listServiceAccounts(ctx, c, namespace)
+		e, err := listServiceAccounts(ctx, c, namespace)
+		return e.sas, err
 	}
 	m.mu.Lock()
 	at := m.changes[namespace]
@@ -69,37 +75,59 @@ func (m *ServiceAccountMemo) ServiceAccounts(ctx context.Context, c client.Reade
 	}
 	// Listed after reading the count: a change the list misses counts
 	// after it, and the answer kept here is dropped.
-	sas, err := listServiceAccounts(ctx, c, namespace)
+	e, err := listServiceAccounts(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	if m.changes[namespace] == at {
-		m.memo[namespace] = memoEntry{at: at, sas: sas}
+		e.at = at
+		m.memo[namespace] = e
 	}
 	m.mu.Unlock()
-	return sas, nil
+	return e.sas, nil
 }
 
-func listServiceAccounts(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
+func listServiceAccounts(ctx context.Context, c client.Reader, namespace string) (memoEntry, error) {
 	w, err := listSharedWorkloads(ctx, c, namespace)
 	if err != nil {
-		return nil, err
+		return memoEntry{}, err
 	}
-	return RunnerServiceAccounts(w), nil
+	e := memoEntry{sas: RunnerServiceAccounts(w), anyMember: true}
+	candidates := []string{RunnerName}
+	for i := range w.Clusters {
+		if sa := clusterDefaultServiceAccount(&w.Clusters[i]); sa != "" {
+			candidates = append(candidates, sa)
+		}
+	}
+	for _, sa := range candidates {
+		if !slices.Contains(e.sas, sa) {
+			e.anyMember = false
+		}
+	}
+	return e, nil
 }
 
 // Watch registers the memo with the informers of every kind
-// RunnerServiceAccounts reads: an object added or deleted, or updated with
-// a new generation (its spec), other labels or a deletion, forgets its
-// namespace's answer.
+// RunnerServiceAccounts reads. What forgets a namespace's answer: an object
+// deleted; one added, unless it is a machine or pool whose ServiceAccount
+// the answer already holds whatever its cluster (during a bring-up,
+// thousands of machines arrive, and each would otherwise list the whole
+// namespace again); one updated in what the answer is made of (its own or
+// its cluster's default ServiceAccount, a Cluster's infrastructureRef),
+// its labels or its deletion. Other spec changes (a machine's provider ID)
+// and status writes keep it.
 func (m *ServiceAccountMemo) Watch(ctx context.Context, informers cache.Informers) error {
 	h := toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { m.changedObject(obj) },
+		AddFunc: func(obj any) {
+			if !m.covers(obj) {
+				m.changedObject(obj)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(client.Object)
 			n, ok2 := newObj.(client.Object)
-			if !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			if !ok1 || !ok2 || serviceAccountInputs(o) != serviceAccountInputs(n) || !maps.Equal(o.GetLabels(), n.GetLabels()) ||
 				(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
 				m.changedObject(newObj)
 			}
@@ -120,6 +148,40 @@ func (m *ServiceAccountMemo) Watch(ctx context.Context, informers cache.Informer
 		}
 	}
 	return nil
+}
+
+// covers says a newly added obj changes nothing of its namespace's current
+// answer: a machine or pool whose own ServiceAccount the answer holds, or
+// that names none while the answer holds every one it could run as.
+func (m *ServiceAccountMemo) covers(obj any) bool {
+	o, ok := obj.(client.Object)
+	if !ok || !clusterMember(o) {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.memo[o.GetNamespace()]
+	if !ok || e.at != m.changes[o.GetNamespace()] {
+		return false
+	}
+	if sa := ownServiceAccount(o); sa != "" {
+		return slices.Contains(e.sas, sa)
+	}
+	return e.anyMember
+}
+
+// serviceAccountInputs is what of obj's spec RunnerServiceAccounts reads:
+// a machine's or pool's own ServiceAccount, a TerraformCluster's own and
+// default ones, a Cluster's infrastructureRef.
+func serviceAccountInputs(obj client.Object) string {
+	switch o := obj.(type) {
+	case *infrav1.TerraformCluster:
+		return ServiceAccountFor(o, nil) + "/" + clusterDefaultServiceAccount(o)
+	case *clusterv1.Cluster:
+		r := o.Spec.InfrastructureRef
+		return r.APIGroup + "/" + r.Kind + "/" + r.Name
+	}
+	return ownServiceAccount(obj)
 }
 
 func (m *ServiceAccountMemo) changedObject(obj any) {

@@ -28,9 +28,11 @@ func (r countingReader) List(ctx context.Context, l client.ObjectList, opts ...c
 
 // TestServiceAccountMemo: the runner RoleBinding binds the ServiceAccounts
 // of every object of the namespace ("Runner RBAC"); the memo answers what
-// listing them would, lists again only after an object's spec, labels or
-// presence changed (seen by the cache's events), and not after a status
-// write.
+// listing them would, lists again only after a change that can change the
+// answer (seen by the cache's events): an object's ServiceAccount, labels,
+// removal, a machine arriving with a ServiceAccount not bound yet; not
+// after a status write, another spec change or a machine arriving with a
+// bound one.
 func TestServiceAccountMemo(t *testing.T) {
 	ns := namespace(t, nil)
 	tc := newCluster(t, ns, "c", "id", nil)
@@ -84,6 +86,30 @@ func TestServiceAccountMemo(t *testing.T) {
 	want(RunnerName)
 	if n := lists.Load() - before; n != 0 {
 		t.Fatalf("a status write: listed %d times", n)
+	}
+
+	// A spec change that is not a ServiceAccount (the provider ID), and
+	// machines arriving that run as a ServiceAccount already bound (the
+	// bring-up's thousands): no list.
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(m), m))
+	m.Spec.ProviderID = "captf://m"
+	must(t, k8s.Update(ctx, m))
+	newMachine(t, ns, "arrives", "c", nil)
+	newMachine(t, ns, "arrives-named", "c", func(m *infrav1.TerraformMachine) { m.Spec.Jobs = &infrav1.JobPolicy{ServiceAccountName: RunnerName} })
+	eventually(t, func() error {
+		l := &infrav1.TerraformMachineList{}
+		if err := cc.List(ctx, l, client.InNamespace(ns)); err != nil || len(l.Items) != 3 {
+			return fmt.Errorf("machines not cached yet (%v)", err)
+		}
+		cached := &infrav1.TerraformMachine{}
+		if err := cc.Get(ctx, client.ObjectKeyFromObject(m), cached); err != nil || cached.Spec.ProviderID == "" {
+			return fmt.Errorf("provider ID not cached yet (%v)", err)
+		}
+		return nil
+	})
+	want(RunnerName)
+	if n := lists.Load() - before; n != 0 {
+		t.Fatalf("a provider ID and two machines of a bound ServiceAccount: listed %d times", n)
 	}
 
 	// The machine's own ServiceAccount, a new machine, a removed one.
