@@ -86,6 +86,13 @@ func (f *Flow) now() time.Time {
 	return time.Now()
 }
 
+// objectGone is what a pass does for an object not found (gone, also when
+// its finalizer was removed by hand): its per-object series go with it.
+// The shard queue does the same for a request whose object is not cached.
+func (f *Flow) objectGone(req ctrl.Request) {
+	metrics.ObjectDeleted(f.kind(), req.Namespace, req.Name)
+}
+
 // errStop ends a pass early without an error.
 var errStop = errors.New("stop")
 
@@ -98,9 +105,7 @@ func (f *Flow) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, 
 	obj := f.kind().NewObject()
 	if err := f.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone, also when its finalizer was removed by hand: its
-			// per-object series go with it.
-			metrics.ObjectDeleted(f.kind(), req.Namespace, req.Name)
+			f.objectGone(req)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

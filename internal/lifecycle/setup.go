@@ -23,7 +23,6 @@ import (
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/identity"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
-	"github.com/captf-io/cluster-api-provider-terraform/internal/metrics"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/owner"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/watches"
 )
@@ -44,7 +43,7 @@ type ControllerOptions struct {
 // objects of the manager's shard, however they are woken (watches.Shard).
 func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptions) error {
 	f.written = &written{}
-	f.shard = watches.Shard{Filter: opts.WatchFilter}
+	f.shard = watches.Shard{Filter: opts.WatchFilter, Gone: f.objectGone}
 	f.own = &ownWrites{}
 	f.Client = recordingClient{Client: f.Client, own: f.own}
 	f.exports = &exportsCache{}
@@ -65,10 +64,7 @@ func (f *Flow) Setup(ctx context.Context, mgr ctrl.Manager, opts ControllerOptio
 			builder.WithPredicates(managedOnly(), f.own.predicate())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(opts.Concurrency, 1),
-			NewQueue: watches.Shard{Filter: opts.WatchFilter, Gone: func(r reconcile.Request) {
-				// What a pass does for an object not found.
-				metrics.ObjectDeleted(kind, r.Namespace, r.Name)
-			}}.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),
+			NewQueue:                f.shard.Queue(mgr.GetCache(), func() client.Object { return kind.NewObject() }),
 		}).
 		Named(strings.ToLower(string(kind)))
 	if opts.Extra != nil {
