@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -176,9 +177,20 @@ func create(ctx context.Context, t *testing.T, c client.Client, objs []unstructu
 	t.Helper()
 	for i := range objs {
 		obj := objs[i].DeepCopy()
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		// An established CRD's kind reaches the API server's discovery,
+		// and so the client's mapper, a moment later: a kind not known
+		// yet is retried until it is.
+		waitFor(ctx, t, "create "+obj.GetKind()+" "+obj.GetNamespace()+"/"+obj.GetName(), func() (bool, error) {
+			err := c.Create(ctx, obj.DeepCopy())
+			switch {
+			case err == nil || apierrors.IsAlreadyExists(err):
+				return true, nil
+			case meta.IsNoMatchError(err):
+				return false, err
+			}
 			t.Fatalf("create %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
-		}
+			return false, err
+		})
 		if obj.GetKind() == "CustomResourceDefinition" {
 			waitFor(ctx, t, "CRD "+obj.GetName()+" established", func() (bool, error) {
 				var crd unstructured.Unstructured
