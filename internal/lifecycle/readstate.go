@@ -84,7 +84,17 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 	}
 	p.Durable = durable
 
+	// The serial read before the Job this pass may have booked ran.
+	before := p.Status().ObservedStateSerial
 	st, readErr := state.Read(ctx, f.Client, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	if readErr == nil && stateBehindBooking(p.sampleOp, st, before) {
+		// A Job booked this pass wrote the state, yet the cache shows the
+		// state from before it ran: the Secrets' watch is behind the Jobs'
+		// (each watch reconnects on its own schedule after the API server
+		// was out of reach). Its outputs are read from the API server, so
+		// that the Job's health reading counts as its sample now.
+		st, readErr = state.Read(ctx, f.APIReader, p.Obj.GetNamespace(), p.Suffix, state.DefaultLimits)
+	}
 	if errors.Is(readErr, state.ErrNotCached) {
 		// The cache keeps a state Secret's data only once it has seen the
 		// object it belongs to (setup's Secret transform): one written
@@ -141,6 +151,20 @@ func (f *Flow) readState(ctx context.Context, p *Pass) error {
 		return f.Adapter.ObserveOutputs(ctx, p)
 	}
 	return nil
+}
+
+// stateBehindBooking reports whether a state read from the cache may be
+// older than what the Job booked this pass wrote: sampleOp is the
+// operation of that Job (an apply, refresh or drift check, each of which
+// writes the state; "" when none was booked), before the serial read
+// before it ran. A state with no outputs is what a runtime's init writes
+// before the first apply; a serial no newer than before is the state the
+// Job started from (or one the Job did not change, which reads the same).
+func stateBehindBooking(sampleOp decide.Operation, st *state.State, before int64) bool {
+	if sampleOp == "" || st == nil {
+		return false
+	}
+	return len(st.Outputs) == 0 || int64(st.Serial) <= before
 }
 
 // wroteState: a finished apply or restore of the object's Job history

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/decide"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 )
 
 // TestPassDurableKeepsThePassOwnWrite: once a pass has written the durable
@@ -50,5 +52,33 @@ func TestPassDurableKeepsThePassOwnWrite(t *testing.T) {
 				t.Errorf("interrupted mark read %v, want %v", ok, tc.wantInterrupt)
 			}
 		})
+	}
+}
+
+// TestStateBehindBooking: the pass that books a Job which wrote the state
+// (apply, refresh, drift) reads it live when the cached copy is the one
+// from before the Job ran (The Reconcile Lifecycle: a machine's apply whose
+// outputs give a definite reading stands in for the post-apply refresh;
+// read from a stale cache, it would not, and an extra refresh would run).
+func TestStateBehindBooking(t *testing.T) {
+	outputs := state.Outputs{"provider_id": {}}
+	for _, tc := range []struct {
+		name   string
+		op     decide.Operation
+		st     *state.State
+		before int64
+		want   bool
+	}{
+		{"nothing booked", "", &state.State{}, 0, false},
+		{"apply booked, the init's empty state cached", decide.OpApply, &state.State{Content: state.Content{Serial: 1}}, 0, true},
+		{"apply booked, its state cached", decide.OpApply, &state.State{Content: state.Content{Serial: 3, Outputs: outputs}}, 0, false},
+		{"re-apply booked, the previous state cached", decide.OpApply, &state.State{Content: state.Content{Serial: 3, Outputs: outputs}}, 3, true},
+		{"re-apply booked, its state cached", decide.OpApply, &state.State{Content: state.Content{Serial: 4, Outputs: outputs}}, 3, false},
+		{"refresh booked, the state from before cached", decide.OpRefresh, &state.State{Content: state.Content{Serial: 4, Outputs: outputs}}, 4, true},
+		{"drift booked, its state cached", decide.OpDrift, &state.State{Content: state.Content{Serial: 5, Outputs: outputs}}, 4, false},
+	} {
+		if got := stateBehindBooking(tc.op, tc.st, tc.before); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
