@@ -70,6 +70,10 @@ type Options struct {
 	// runs the pods' probes either way. Implies ControllerManager;
 	// requires root.
 	PodNetwork bool
+	// ExtraControllers are kube-controller-manager controllers run beside
+	// controlplane.DefaultControllers (and PodNetworkControllers), such as
+	// "pod-garbage-collector-controller". Implies ControllerManager.
+	ExtraControllers []string
 	// Separate runs the registry, Cluster API's controllers and the
 	// kubelet in a child process, test/env/cmd/captf-env built without
 	// -race into <Dir>/bin unless EnvBinary names one (go build
@@ -190,7 +194,7 @@ type Env struct {
 // Start brings the environment up. On error, whatever was started is
 // stopped again.
 func Start(ctx context.Context, opts Options) (e *Env, err error) {
-	if opts.CAPI || opts.Kubelet || opts.PodNetwork {
+	if opts.CAPI || opts.Kubelet || opts.PodNetwork || len(opts.ExtraControllers) > 0 {
 		opts.ControllerManager = true
 	}
 	if opts.Logger.GetSink() == nil {
@@ -242,6 +246,12 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 			cpOpts.Address = e.PodNetwork.HostIP.String()
 			cpOpts.APIServerArgs = []string{"--enable-aggregator-routing=true"}
 			cpOpts.Controllers = append(slices.Clone(controlplane.DefaultControllers), PodNetworkControllers...)
+		}
+		if len(opts.ExtraControllers) > 0 {
+			if cpOpts.Controllers == nil {
+				cpOpts.Controllers = slices.Clone(controlplane.DefaultControllers)
+			}
+			cpOpts.Controllers = append(cpOpts.Controllers, opts.ExtraControllers...)
 		}
 		cpOpts.APIServerArgs = append(cpOpts.APIServerArgs, opts.APIServerArgs...)
 		if e.ControlPlane, err = controlplane.Start(ctx, cpOpts); err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +70,8 @@ type ControlPlane struct {
 	KubeconfigPath string
 
 	Etcd, APIServer, ControllerManager *Process
+	// EtcdURL is etcd's client URL (plain HTTP on loopback).
+	EtcdURL string
 }
 
 // ClientQPS and ClientBurst are the client rate limits of the environment's
@@ -161,6 +165,7 @@ func start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.Port = ports[2]
+	cp.EtcdURL = etcdURL
 	cp.Host = "https://" + net.JoinHostPort(addr, strconv.Itoa(cp.Port))
 
 	cp.Etcd, err = StartProcess("etcd", etcdBin, []string{
@@ -397,6 +402,27 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, grace time.Duratio
 		return err
 	}
 	return cp.waitReady(ctx)
+}
+
+// CompactEtcd compacts etcd's history up to its current revision, as the
+// API server's periodic compaction would once enough time passed: no
+// earlier revision can be read or watched from etcd afterwards. It returns
+// that revision.
+func (cp *ControlPlane) CompactEtcd(ctx context.Context) (int64, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = c.Close() }()
+	resp, err := c.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		return 0, err
+	}
+	rev := resp.Header.Revision
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return 0, err
+	}
+	return rev, nil
 }
 
 // StopEtcd stops etcd (SIGTERM, SIGKILL after grace), keeping its data; the
