@@ -26,3 +26,16 @@ resource "terraform_data" "substrate" {
     cluster_network           = var.cluster_network
   }
 }
+
+# The hold (hold_endpoint): a state read through that server, with the
+# pod's in-cluster credentials, before anything is planned.
+data "terraform_remote_state" "hold" {
+  count   = var.hold_endpoint == null ? 0 : 1
+  backend = "kubernetes"
+  config = {
+    secret_suffix     = "hold"
+    namespace         = var.captf_cluster.namespace
+    in_cluster_config = true
+    host              = var.hold_endpoint
+  }
+}

@@ -90,3 +90,14 @@ variable "replace_token" {
   type    = string
   default = null
 }
+
+# The address (http://host:port) of a server that answers the Kubernetes
+# API's read of one Secret, tfstate-default-hold in the cluster's namespace,
+# when it chooses to: every plan of this cluster reads that state first, so
+# the run waits there, the state lock held, until the server answers. A
+# test holds a run at a moment it controls this way, to land a fault while
+# an apply or destroy is in progress. Unset, nothing is read.
+variable "hold_endpoint" {
+  type    = string
+  default = null
+}

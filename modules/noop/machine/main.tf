@@ -33,6 +33,19 @@ data "terraform_remote_state" "health" {
   }
 }
 
+# The hold (hold_endpoint): a state read through that server, with the
+# pod's in-cluster credentials, before anything is planned.
+data "terraform_remote_state" "hold" {
+  count   = var.hold_endpoint == null ? 0 : 1
+  backend = "kubernetes"
+  config = {
+    secret_suffix     = "hold"
+    namespace         = var.captf_object.namespace
+    in_cluster_config = true
+    host              = var.hold_endpoint
+  }
+}
+
 locals {
   reported_health = var.health_source == null ? null : data.terraform_remote_state.health[0].outputs.machine_health
 }

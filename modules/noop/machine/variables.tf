@@ -67,3 +67,14 @@ variable "health_source" {
   type    = string
   default = null
 }
+
+# The address (http://host:port) of a server that answers the Kubernetes
+# API's read of one Secret, tfstate-default-hold in the object's namespace,
+# when it chooses to: every plan of this machine reads that state first, so
+# the run waits there, the state lock held, until the server answers. A
+# test holds a run at a moment it controls this way, to land a fault while
+# an apply or destroy is in progress. Unset, nothing is read.
+variable "hold_endpoint" {
+  type    = string
+  default = null
+}
