@@ -68,6 +68,166 @@ type Faults struct {
 	seen     map[string]int
 	dead     bool
 	killed   *Write
+
+	// cut, while set, fails every request as a partitioned network would;
+	// cutRequests counts the requests tried while cut; streams are the
+	// response bodies of the watches open now, which a cut breaks.
+	cut         bool
+	cutRequests int
+	streams     map[*cutBody]struct{}
+
+	// lists counts the manager's list reads by resource: a LIST, or a
+	// watch that starts with the collection's current objects.
+	lists map[string]int
+	// codes counts the API server's answers by status code, 0 for a
+	// request that got none.
+	codes map[int]int
+}
+
+// Codes returns how many of the manager's requests got each status code
+// so far (0: no answer).
+func (f *Faults) Codes() map[int]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[int]int, len(f.codes))
+	for k, v := range f.codes {
+		out[k] = v
+	}
+	return out
+}
+
+// answered counts resp's status code; call with f.mu held.
+func (f *Faults) answered(resp *http.Response) {
+	if f.codes == nil {
+		f.codes = map[int]int{}
+	}
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	f.codes[code]++
+}
+
+// Lists returns how many list reads the manager made so far, by resource
+// (as in the path: "secrets", "terraformmachines").
+func (f *Faults) Lists() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.lists))
+	for k, v := range f.lists {
+		out[k] = v
+	}
+	return out
+}
+
+// countList counts r when it is a list read.
+func (f *Faults) countList(r *http.Request) {
+	res, ok := collectionOf(r.URL.Path)
+	q := r.URL.Query()
+	watching := q.Get("watch") == "true" || q.Get("watch") == "1"
+	if !ok || watching && q.Get("sendInitialEvents") != "true" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lists == nil {
+		f.lists = map[string]int{}
+	}
+	f.lists[res]++
+}
+
+// collectionOf returns the resource a request path names a collection of:
+// /api/v1/[namespaces/<ns>/]<resource> or
+// /apis/<group>/<version>/[namespaces/<ns>/]<resource>.
+func collectionOf(path string) (string, bool) {
+	p := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(p) >= 3 && p[0] == "api":
+		p = p[2:]
+	case len(p) >= 4 && p[0] == "apis":
+		p = p[3:]
+	default:
+		return "", false
+	}
+	if len(p) >= 3 && p[0] == "namespaces" {
+		p = p[2:]
+	}
+	if len(p) != 1 {
+		return "", false
+	}
+	return p[0], true
+}
+
+// errCut is what a partitioned manager's requests get.
+var errCut = errors.New("fault injection: the manager is cut off from the API server")
+
+// Cut partitions the manager from the API server: every request it makes
+// fails as a network that drops it would, and every watch it has open
+// breaks, until Mend.
+func (f *Faults) Cut() {
+	f.mu.Lock()
+	f.cut = true
+	streams := f.streams
+	f.streams = nil
+	f.mu.Unlock()
+	for b := range streams {
+		_ = b.ReadCloser.Close()
+	}
+}
+
+// Mend ends a Cut, and returns how many requests the manager tried while
+// it was cut off.
+func (f *Faults) Mend() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cut = false
+	n := f.cutRequests
+	f.cutRequests = 0
+	return n
+}
+
+// cutBody is a watch's response body, which a Cut closes.
+type cutBody struct {
+	io.ReadCloser
+	f *Faults
+}
+
+func (b *cutBody) Close() error {
+	b.f.mu.Lock()
+	delete(b.f.streams, b)
+	b.f.mu.Unlock()
+	return b.ReadCloser.Close()
+}
+
+// cutOff reports whether a request is to fail as cut off, counting it.
+func (f *Faults) cutOff() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cut {
+		f.cutRequests++
+	}
+	return f.cut
+}
+
+// stream registers a watch's response so that a Cut breaks it; a watch
+// answered after a Cut began is broken at once.
+func (f *Faults) stream(r *http.Request, resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || r.URL.Query().Get("watch") != "true" && r.URL.Query().Get("watch") != "1" {
+		return resp, err
+	}
+	b := &cutBody{ReadCloser: resp.Body, f: f}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cut {
+		_ = resp.Body.Close()
+		return nil, errCut
+	}
+	if f.streams == nil {
+		f.streams = map[*cutBody]struct{}{}
+	}
+	f.streams[b] = struct{}{}
+	resp.Body = b
+	return resp, nil
 }
 
 // errKilled is what a killed manager's requests get.
@@ -100,6 +260,9 @@ type faultTransport struct {
 
 func (t faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	f := t.f
+	if f.cutOff() {
+		return nil, errCut
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		f.mu.Lock()
 		dead := f.dead
@@ -107,7 +270,12 @@ func (t faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if dead {
 			return nil, errKilled
 		}
-		return t.next.RoundTrip(r)
+		f.countList(r)
+		resp, err := t.next.RoundTrip(r)
+		f.mu.Lock()
+		f.answered(resp)
+		f.mu.Unlock()
+		return f.stream(r, resp, err)
 	}
 	w, err := describe(r, f.Names)
 	if err != nil {
@@ -120,6 +288,7 @@ func (t faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errKilled
 	}
 	resp, err := t.next.RoundTrip(r)
+	f.answered(resp)
 	if resp != nil {
 		w.Code = resp.StatusCode
 	}

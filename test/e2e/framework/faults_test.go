@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -82,7 +83,26 @@ func (o *okTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if strings.Contains(r.URL.Path, "conflict") {
 		code = http.StatusConflict
 	}
-	return &http.Response{StatusCode: code, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+	return &http.Response{StatusCode: code, Body: &closingBody{Reader: strings.NewReader("{}")}, Request: r}, nil
+}
+
+// closingBody is a response body that fails every read once closed, as a
+// connection's does.
+type closingBody struct {
+	*strings.Reader
+	closed bool
+}
+
+func (b *closingBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, io.ErrClosedPipe
+	}
+	return b.Reader.Read(p)
+}
+
+func (b *closingBody) Close() error {
+	b.closed = true
+	return nil
 }
 
 // TestFaultsKill: the manager is killed right after the n-th accepted write
@@ -126,5 +146,67 @@ func TestFaultsKill(t *testing.T) {
 	}
 	if sites, n := Sites(f.Writes()); len(sites) != 2 || n["delete secrets x"] != 2 {
 		t.Errorf("sites %v %v, want the secret deletes twice and the configmap delete", sites, n)
+	}
+}
+
+// TestFaultsCut: while cut off, every request fails and is counted, and
+// an open watch breaks; mended, requests go out again. List reads are
+// counted by resource: a LIST, or a watch that sends the initial objects,
+// never a plain watch or a GET of one object.
+func TestFaultsCut(t *testing.T) {
+	next := &okTransport{}
+	f := &Faults{}
+	rt := f.Wrap(next)
+	watch, err := rt.RoundTrip(httptest.NewRequest("GET", "/apis/batch/v1/namespaces/a/jobs?watch=true", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/api/v1/namespaces/a/secrets", "/apis/batch/v1/namespaces/a/jobs/x", "/api/v1/nodes?watch=1&sendInitialEvents=true", "/api/v1/namespaces/a"} {
+		resp, err := rt.RoundTrip(httptest.NewRequest("GET", p, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if got, want := f.Lists(), map[string]int{"secrets": 1, "nodes": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lists %v, want %v", got, want)
+	}
+	f.Cut()
+	if _, err := watch.Body.Read(make([]byte, 1)); err == nil {
+		t.Error("an open watch read on after the cut")
+	}
+	sent := next.n
+	for _, m := range []string{"GET", "POST"} {
+		if _, err := rt.RoundTrip(httptest.NewRequest(m, "/api/v1/namespaces/a/secrets", nil)); err == nil {
+			t.Errorf("a %s went out while cut off", m)
+		}
+	}
+	if next.n != sent {
+		t.Errorf("%d requests reached the API server while cut off", next.n-sent)
+	}
+	if n := f.Mend(); n != 2 {
+		t.Errorf("%d requests counted while cut off, want 2", n)
+	}
+	if _, err := rt.RoundTrip(httptest.NewRequest("GET", "/api/v1/namespaces/a/secrets/x", nil)); err != nil {
+		t.Errorf("a read failed after the mend: %v", err)
+	}
+}
+
+func TestCollectionOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/secrets":                           "secrets",
+		"/api/v1/namespaces/a/secrets":              "secrets",
+		"/api/v1/namespaces":                        "namespaces",
+		"/api/v1/namespaces/a":                      "",
+		"/api/v1/namespaces/a/secrets/x":            "",
+		"/apis/batch/v1/namespaces/a/jobs":          "jobs",
+		"/apis/batch/v1/jobs":                       "jobs",
+		"/apis/batch/v1/namespaces/a/jobs/x/status": "",
+		"/healthz": "",
+	} {
+		got, ok := collectionOf(path)
+		if got != want || ok != (want != "") {
+			t.Errorf("collectionOf(%q) = %q, %v; want %q", path, got, ok, want)
+		}
 	}
 }
