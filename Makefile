@@ -249,7 +249,7 @@ rollout: tools ## Roll a ClusterClass control plane (KubeadmControlPlane on an e
 	go test $(GO_TEST_FLAGS) -run 'TestClusterClassControlPlaneRollout' -v ./test/e2e/
 
 .PHONY: chaos
-chaos: tools ## Run the fault-injection matrix: the manager killed after every write site of the reference bring-up, and the fault scenarios.
+chaos: tools ## Run the fault-injection matrix (the manager killed after every write site of the reference bring-up) and every fault scenario (control plane, watches, webhook, partition, throttling, a lost Node).
 	go test $(GO_TEST_FLAGS) -tags chaos -run 'TestFault' -v ./test/e2e/
 
 .PHONY: move

@@ -4,19 +4,14 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,8 +28,8 @@ import (
 // ForceUnlocked event, and the machine comes up. Jobs: the cluster's apply
 // and re-apply, two applies of the machine.
 //
-// The runner is killed while apply holds the lock, which it does for the
-// whole run. (The lock init takes to write the first state is held for
+// The runner is killed at the hold (its plan waiting there), where apply
+// holds the lock, which it does for the whole run. (The lock init takes to write the first state is held for
 // moments only: a runner killed then leaves no state Secret, or one
 // without its tfstate key, which is no state as the backend reads it too,
 // and a lock the next init would need; the manager clears that one itself,
@@ -42,82 +37,36 @@ import (
 // only.
 func TestFaultRunnerKilledHoldingLock(t *testing.T) {
 	t.Parallel()
-	b, ctx := startFaultScenario(t, 43)
+	b, ctx := startHeldFaultScenario(t, 43, "TerraformMachine")
 	owner := "TerraformMachine/" + b.machines[0]
-	job := b.firstJob(ctx, owner, "apply")
-	tm := &infrav1.TerraformMachine{}
-	var lock, suffix string
-	var killed []int
-	deadline := time.Now().Add(5 * time.Minute)
-	for len(killed) == 0 && time.Now().Before(deadline) {
-		if lock == "" {
-			if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.machines[0]}, tm); err == nil && tm.Status.StateSecretSuffix != "" {
-				suffix = tm.Status.StateSecretSuffix
-				lock = state.LockLeaseName(suffix)
-			}
-		}
-		l := &coordinationv1.Lease{}
-		if lock != "" && b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: lock}, l) == nil && ptr.Deref(l.Spec.HolderIdentity, "") != "" &&
-			applying(state.LockFromLease(l)) {
-			var pl corev1.PodList
-			if err := b.w.c.List(ctx, &pl, client.InNamespace(b.ns), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err == nil && len(pl.Items) > 0 {
-				killed = killPod(t, string(pl.Items[0].UID))
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	held := b.heldRun(ctx, "apply")
+	killed := killPod(t, string(held.pod.UID))
 	if len(killed) == 0 {
-		b.w.dump(ctx)
-		t.Fatalf("the runner of Job %s was never seen holding the state lock %s", job.Name, lock)
+		t.Fatalf("no process of pod %s to kill", held.pod.Name)
 	}
-	t.Logf("SIGKILLed %v, the processes of Job %s, while they held %s", killed, job.Name, lock)
-	// Where the runner was stopped shows in what it left of the state.
-	base := &corev1.Secret{}
-	switch err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: state.SecretName(suffix)}, base); {
-	case err != nil:
-		t.Logf("state Secret %s: %v", state.SecretName(suffix), err)
-	default:
-		_, written := base.Data[state.DataKey]
-		t.Logf("state Secret %s left with a %s key: %v", base.Name, state.DataKey, written)
-	}
-	// The lock is checked once the pod is seen gone: it stays held.
-	wantUnlocks := 1
+	t.Logf("SIGKILLed %v, the processes of Job %s, while they held %s", killed, held.job.Name, held.lock)
+	b.w.eventually(ctx, time.Minute, "the killed run to leave the hold", func() (bool, string) {
+		n, _ := b.hold.Waiting()
+		return n == 0, "its read still waits"
+	})
 	l := &coordinationv1.Lease{}
-	if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: lock}, l); err != nil || !state.LockFromLease(l).Held() {
-		t.Logf("the lock was released before the kill landed (%v): no force-unlock expected", err)
-		wantUnlocks = 0
+	if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: held.lock}, l); err != nil || !applying(state.LockFromLease(l)) {
+		t.Fatalf("the state lock %s is not held by the killed apply after the kill (%v)", held.lock, err)
 	}
+	b.hold.Release()
 	b.waitConverged(ctx, 10*time.Minute)
-	b.checkEndWith(ctx, map[string]string{owner: "apply,apply"}, map[string]bool{job.Name: true})
-	if n := b.w.eventCounts(ctx, b.ns, "TerraformMachine")[infrav1.ForceUnlockedEvent]; n != wantUnlocks {
-		t.Errorf("%d ForceUnlocked events, want %d", n, wantUnlocks)
+	b.checkEndWith(ctx, map[string]string{owner: "apply,apply"}, map[string]bool{held.job.Name: true})
+	if n := b.w.eventCounts(ctx, b.ns, "TerraformMachine")[infrav1.ForceUnlockedEvent]; n != 1 {
+		t.Errorf("%d ForceUnlocked events, want 1", n)
 	}
-}
-
-// applying reports whether the lock is held by an apply (the runtime's
-// lock info names the operation).
-func applying(l state.Lock) bool {
-	return l.Held() && l.Info != nil && l.Info.Operation == "OperationTypeApply"
 }
 
 // killPod sends SIGKILL to every process of a pod the local environment's
 // kubelet runs (chrooted into a folder named after the pod's UID), and
 // returns their ids.
 func killPod(t *testing.T, uid string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		root, err := os.Readlink(filepath.Join("/proc", e.Name(), "root"))
-		if err != nil || !strings.Contains(root, uid) {
-			continue
-		}
+	for _, pid := range podProcesses(t, uid) {
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			out = append(out, pid)
 		}

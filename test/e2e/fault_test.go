@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -23,6 +25,7 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/internal/contract"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/inputs"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/jobs"
+	"github.com/captf-io/cluster-api-provider-terraform/internal/setup"
 	"github.com/captf-io/cluster-api-provider-terraform/internal/state"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
@@ -49,11 +52,20 @@ func excludedNamespaces() []string {
 // Machines and Nodes, the Cluster initialized by Cluster API), in a
 // namespace of its own whose only manager is the scenario's.
 type faultBringUp struct {
-	w             *world
-	ns, name      string
-	cps, workers  int
-	machines      []string
-	timeline      *framework.Timeline
+	w            *world
+	ns, name     string
+	cps, workers int
+	machines     []string
+	timeline     *framework.Timeline
+	// hold, when set, holds every plan of the objects holdOwner names (the
+	// no-op modules' hold_endpoint) until the scenario releases it.
+	hold      *framework.Hold
+	holdOwner string
+	// tuneMachine, when set, changes each TerraformMachine before it is
+	// created.
+	tuneMachine func(*infrav1.TerraformMachine)
+	// faults is the API connection of the manager startFaultScenario runs.
+	faults        *framework.Faults
 	managerCancel context.CancelFunc
 	managerDone   chan error
 }
@@ -78,8 +90,25 @@ func newFaultBringUp(t *testing.T, i, cps, workers int) *faultBringUp {
 }
 
 // run starts a manager scoped to the scenario's namespace, its API
-// connection wrapped by wrap (nil: as is).
+// connection wrapped by wrap (nil: as is); stop stops it.
 func (b *faultBringUp) run(ctx context.Context, wrap func(*framework.Faults, context.CancelFunc)) *framework.Faults {
+	r := b.replica(ctx, wrap, nil)
+	b.managerCancel, b.managerDone = r.cancel, r.done
+	return r.faults
+}
+
+// replica is one manager of a scenario: its API connection's faults, and
+// how to stop it and wait for it.
+type replica struct {
+	faults *framework.Faults
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// replica starts a manager scoped to the scenario's namespace, its API
+// connection wrapped by wrap and its options changed by tune (each may be
+// nil).
+func (b *faultBringUp) replica(ctx context.Context, wrap func(*framework.Faults, context.CancelFunc), tune func(*setup.Options)) replica {
 	mctx, cancel := context.WithCancel(ctx)
 	f := &framework.Faults{Names: b.names()}
 	if wrap != nil {
@@ -88,11 +117,14 @@ func (b *faultBringUp) run(ctx context.Context, wrap func(*framework.Faults, con
 	o := managerOptions(b.w.images.Runner)
 	o.Namespace = b.ns
 	o.WebhookPort = 0 // the shared manager serves the webhooks
-	b.managerCancel, b.managerDone = cancel, make(chan error, 1)
+	if tune != nil {
+		tune(&o)
+	}
+	r := replica{faults: f, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		b.managerDone <- framework.RunObservedManager(mctx, b.w.e, o, framework.Observe{Wrap: f.Wrap})
+		r.done <- framework.RunObservedManager(mctx, b.w.e, o, framework.Observe{Wrap: f.Wrap})
 	}()
-	return f
+	return r
 }
 
 // startFaultScenario starts a fault scenario: a bring-up of one control-plane
@@ -100,12 +132,47 @@ func (b *faultBringUp) run(ctx context.Context, wrap func(*framework.Faults, con
 // created, within 15 minutes; the manager is stopped when the test ends.
 func startFaultScenario(t *testing.T, i int) (*faultBringUp, context.Context) {
 	b := newFaultBringUp(t, i, 1, 0)
+	ctx := faultContext(t)
+	b.start(ctx)
+	return b, ctx
+}
+
+// startHeldFaultScenario is startFaultScenario with the runs of one of its
+// objects held (faultBringUp.holdRuns).
+func startHeldFaultScenario(t *testing.T, i int, owner string) (*faultBringUp, context.Context) {
+	b := newFaultBringUp(t, i, 1, 0)
+	b.holdRuns(owner)
+	ctx := faultContext(t)
+	b.start(ctx)
+	return b, ctx
+}
+
+// faultContext is a scenario's context: 15 minutes.
+func faultContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
-	b.run(ctx, nil)
-	t.Cleanup(b.stop)
+	return ctx
+}
+
+// holdRuns holds the runs of one of the scenario's objects (hold): owner
+// is "TerraformCluster" or "TerraformMachine" (the first machine); its
+// first run waits, its state lock held, until the scenario releases the
+// hold. Call before start.
+func (b *faultBringUp) holdRuns(owner string) {
+	h, err := framework.StartHold(b.w.e.APIServerHost)
+	if err != nil {
+		b.w.t.Fatal(err)
+	}
+	b.w.t.Cleanup(h.Close)
+	b.hold, b.holdOwner = h, owner
+}
+
+// start runs the scenario's manager (stopped when the test ends) and
+// creates the bring-up's objects.
+func (b *faultBringUp) start(ctx context.Context) {
+	b.faults = b.run(ctx, nil)
+	b.w.t.Cleanup(b.stop)
 	b.apply(ctx)
-	return b, ctx
 }
 
 // stop stops the scenario's manager and waits for it.
@@ -143,10 +210,28 @@ func (b *faultBringUp) apply(ctx context.Context) {
 		Services:      clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
 	}
 	objs := []client.Object{cluster, tc}
-	for _, m := range b.machines {
+	var holdVars map[string]apiextensionsv1.JSON
+	if b.hold != nil {
+		holdVars = map[string]apiextensionsv1.JSON{"hold_endpoint": {Raw: []byte(strconv.Quote(b.hold.URL))}}
+	}
+	if b.holdOwner == "TerraformCluster" {
+		tc.Spec.Variables = holdVars
+	}
+	for i, m := range b.machines {
 		labels := map[string]string{clusterv1.ClusterNameLabel: b.name}
 		if strings.Contains(m, "-cp-") {
 			labels[clusterv1.MachineControlPlaneLabel] = ""
+		}
+		var vars map[string]apiextensionsv1.JSON
+		if i == 0 && b.holdOwner == "TerraformMachine" {
+			vars = holdVars
+		}
+		tm := &infrav1.TerraformMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: b.ns, Labels: labels},
+			Spec:       infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Machine}, Variables: vars}},
+		}
+		if b.tuneMachine != nil {
+			b.tuneMachine(tm)
 		}
 		objs = append(objs,
 			&corev1.Secret{
@@ -154,10 +239,7 @@ func (b *faultBringUp) apply(ctx context.Context) {
 				Type:       clusterv1.ClusterSecretType,
 				Data:       map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")},
 			},
-			&infrav1.TerraformMachine{
-				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: b.ns, Labels: labels},
-				Spec:       infrav1.TerraformMachineSpec{WorkspaceSpec: infrav1.WorkspaceSpec{Source: infrav1.SourceSpec{Image: w.images.Machine}}},
-			},
+			tm,
 			&clusterv1.Machine{
 				ObjectMeta: metav1.ObjectMeta{Name: m, Namespace: b.ns, Labels: labels},
 				Spec: clusterv1.MachineSpec{

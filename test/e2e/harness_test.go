@@ -165,7 +165,10 @@ func startShared() error {
 	e, err := env.Start(ctx, env.Options{
 		CAPI: true, Kubelet: true, Registry: true, Separate: true, EnvBinary: envBin, Logger: logger,
 		ExtraNodes: []env.Node{poolNode},
-		CRDPaths:   []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
+		// Pod garbage collection ends the pods of a Node that is gone
+		// (TestFaultNodeLost), as in any cluster.
+		ExtraControllers: []string{"pod-garbage-collector-controller"},
+		CRDPaths:         []string{crds}, Dir: filepath.Join(shared.dir, "env"), KeepDir: true,
 		APIServerArgs: shared.audit.APIServerArgs(),
 	})
 	if err != nil {
