@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"sort"
@@ -89,11 +90,7 @@ type Faults struct {
 func (f *Faults) Codes() map[int]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[int]int, len(f.codes))
-	for k, v := range f.codes {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(f.codes)
 }
 
 // answered counts resp's status code; call with f.mu held.
@@ -113,11 +110,7 @@ func (f *Faults) answered(resp *http.Response) {
 func (f *Faults) Lists() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]int, len(f.lists))
-	for k, v := range f.lists {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(f.lists)
 }
 
 // countList counts r when it is a list read.
