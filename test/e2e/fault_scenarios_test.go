@@ -126,14 +126,19 @@ func (b *faultBringUp) heldRun(ctx context.Context, op string) heldRun {
 	return h
 }
 
-// releaseWhenGone releases the hold once the held run is gone: its pod
-// deleted and its read at the hold abandoned. The run stopped from outside
-// never goes past the hold; the next run does not wait.
-func (b *faultBringUp) releaseWhenGone(ctx context.Context, h heldRun) {
-	b.w.eventually(ctx, 2*time.Minute, "the held run of Job "+h.job.Name+" to be gone", func() (bool, string) {
+// releaseWhenStopped releases the hold once the held run was stopped:
+// killed (its pod gone, its read at the hold abandoned), or asked to stop
+// (its runner logged the signal). A run stopped while it waits at the
+// hold goes no further; one asked to stop has OpenTofu waiting on the
+// hold's answer before it can stop, so the hold answers then.
+func (b *faultBringUp) releaseWhenStopped(ctx context.Context, h heldRun) {
+	b.w.eventually(ctx, 2*time.Minute, "the held run of Job "+h.job.Name+" to be stopped", func() (bool, string) {
+		if logs, err := b.w.e.Logs(b.ns, h.pod.Name, "source"); err == nil && strings.Contains(logs, "Signal received; stopping") {
+			return true, ""
+		}
 		err := b.w.c.Get(ctx, client.ObjectKeyFromObject(h.pod), &corev1.Pod{})
 		if err == nil {
-			return false, "pod " + h.pod.Name + " is still there"
+			return false, "pod " + h.pod.Name + " is still there and its runner got no signal"
 		}
 		if !apierrors.IsNotFound(err) {
 			return false, err.Error()
@@ -170,7 +175,7 @@ func TestFaultApplyPodDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleted pod %s of Job %s", held.pod.Name, job.Name)
-	b.releaseWhenGone(ctx, held)
+	b.releaseWhenStopped(ctx, held)
 	b.waitConverged(ctx, 10*time.Minute)
 	b.checkEndWith(ctx, map[string]string{owner: "apply,apply"}, map[string]bool{job.Name: true})
 	got := &batchv1.Job{}
@@ -202,7 +207,7 @@ func TestFaultApplyJobDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleted Job %s", job.Name)
-	b.releaseWhenGone(ctx, held)
+	b.releaseWhenStopped(ctx, held)
 	b.waitConverged(ctx, 10*time.Minute)
 	// The replacement apply has the deleted Job's inputs and attempt, so
 	// its name: three Jobs, two names.
