@@ -43,6 +43,19 @@ var faultChains = [][]faultPoint{{
 	{"patch secrets captf-inputs-m-* annotations[captf.io/applied],annotations[captf.io/image-digest]", 1},
 }}
 
+// chainHold holds the runs of a chain's owner ("TerraformCluster") from
+// the start until the manager of point releaseAfter was killed: the point
+// of handing the per-run Secret to its Job needs the Job still running
+// when the next manager arrives, which a short Job on an idle machine,
+// or a slow manager on a loaded one, would not leave to chance.
+type chainHold struct {
+	owner        string
+	releaseAfter int
+}
+
+// faultChainHolds are the holds of faultChains, by chain.
+var faultChainHolds = []chainHold{{}, {}, {owner: "TerraformCluster", releaseAfter: 3}}
+
 // leaseLabels is what giving back a run lease writes besides its holder.
 const leaseLabels = "labels[captf.infrastructure.cluster.x-k8s.io/owner-kind],labels[captf.infrastructure.cluster.x-k8s.io/owner-name],labels[captf.io/lease],labels[captf.io/managed]"
 
@@ -57,7 +70,7 @@ func TestFaultSample(t *testing.T) {
 		t.Run(fmt.Sprintf("chain-%d", i), func(t *testing.T) {
 			t.Parallel()
 			t0 := time.Now()
-			runFaultChain(t, i, 1, 0, chain)
+			runFaultChain(t, i, 1, 0, chain, faultChainHolds[i])
 			t.Logf("%d kill points in %v", len(chain), time.Since(t0).Round(time.Second))
 		})
 	}
@@ -96,8 +109,11 @@ func siteCounts(ws []framework.Write) []string {
 // writes), the next one starts fresh, and a last one finishes. The end
 // state is checked once, after the last. A chain costs one bring-up for
 // all its points.
-func runFaultChain(t *testing.T, i, cps, workers int, points []faultPoint) {
+func runFaultChain(t *testing.T, i, cps, workers int, points []faultPoint, hold chainHold) {
 	b := newFaultBringUp(t, i, cps, workers)
+	if hold.owner != "" {
+		b.holdRuns(hold.owner)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	defer b.stop()
@@ -121,6 +137,9 @@ func runFaultChain(t *testing.T, i, cps, workers int, points []faultPoint) {
 			t.Fatalf("point %d: the manager was never killed after write %d of %q; the sites it wrote: %v", n, p.at, p.site, siteCounts(f.Writes()))
 		}
 		t.Logf("point %d: killed after %s", n, f.Killed())
+		if hold.owner != "" && n == hold.releaseAfter {
+			b.hold.Release()
+		}
 	}
 	b.run(ctx, nil)
 	b.waitConverged(ctx, 10*time.Minute)
