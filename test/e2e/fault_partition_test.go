@@ -16,9 +16,10 @@ import (
 const partition = 60 * time.Second
 
 // maxCutRate bounds the requests per second a manager cut off from the API
-// server may try: its informers and workers back off, so it tries a few
-// per second at most; a tight retry loop tries thousands.
-const maxCutRate = 20
+// server (or throttled) may try: its informers and workers back off, so it
+// tries a few per second (3 on a quiet machine, 12 beside make test); a
+// tight retry loop tries thousands.
+const maxCutRate = 50
 
 // TestFaultManagerPartitioned cuts the manager off from the API server for
 // a minute (every request fails, every watch breaks) from the moment the
