@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,9 +66,11 @@ func TestFaultNodeLost(t *testing.T) {
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if pids := podProcesses(t, string(held.pod.UID)); len(pids) > 0 {
-		t.Fatalf("processes %v of pod %s outlived its Node", pids, held.pod.Name)
-	}
+	// A killed process is gone from /proc once its parent has reaped it.
+	b.w.eventually(ctx, 30*time.Second, "the processes of pod "+held.pod.Name+" to end with its Node", func() (bool, string) {
+		pids := podProcesses(t, string(held.pod.UID))
+		return len(pids) == 0, fmt.Sprintf("processes %v are still there", pids)
+	})
 	pod := &corev1.Pod{}
 	if err := b.w.c.Get(ctx, client.ObjectKeyFromObject(held.pod), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
 		t.Fatalf("pod %s after its Node was lost: phase %q (%v), want still Running", held.pod.Name, pod.Status.Phase, err)
