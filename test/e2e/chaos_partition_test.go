@@ -21,7 +21,7 @@ import (
 // Job the cut-off leader started, once; no Job is created twice.
 func TestFaultLeaderPartitioned(t *testing.T) {
 	t.Parallel()
-	b := newFaultBringUp(t, 47, 1, 0)
+	b := newFaultBringUp(t, 52, 1, 0)
 	b.holdRuns("TerraformMachine")
 	ctx := faultContext(t)
 	elect := func(o *setup.Options) {

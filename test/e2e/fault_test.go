@@ -30,10 +30,11 @@ import (
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
-// faultNamespaces is how many namespaces fault-00, fault-01, ... the shared
-// manager leaves to the fault scenarios' own managers: the sample's chains
-// use 0 to 2, the other scenarios 40 and up, the matrix (make chaos) 63 for
-// its recording and 64 and up for its points.
+// faultNamespaces is how many namespaces fault-000, fault-001, ... the
+// shared manager leaves to the fault scenarios' own managers: the sample's
+// chains use 0 to 2, the other scenarios 40 to 52, the matrix (make chaos)
+// 62 and 63 for its recordings and 64 and up for its points; a point's
+// second bring-up takes one of those no scenario uses (matrixSpares).
 const faultNamespaces = 128
 
 func faultNamespace(i int) string { return fmt.Sprintf("fault-%03d", i) }
