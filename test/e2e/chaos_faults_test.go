@@ -45,10 +45,7 @@ func TestFaultRunnerKilledHoldingLock(t *testing.T) {
 		t.Fatalf("no process of pod %s to kill", held.pod.Name)
 	}
 	t.Logf("SIGKILLed %v, the processes of Job %s, while they held %s", killed, held.job.Name, held.lock)
-	b.w.eventually(ctx, time.Minute, "the killed run to leave the hold", func() (bool, string) {
-		n, _ := b.hold.Waiting()
-		return n == 0, "its read still waits"
-	})
+	b.leftHold(ctx)
 	l := &coordinationv1.Lease{}
 	if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: held.lock}, l); err != nil || !applying(state.LockFromLease(l)) {
 		t.Fatalf("the state lock %s is not held by the killed apply after the kill (%v)", held.lock, err)
@@ -59,6 +56,15 @@ func TestFaultRunnerKilledHoldingLock(t *testing.T) {
 	if n := b.w.eventCounts(ctx, b.ns, "TerraformMachine")[infrav1.ForceUnlockedEvent]; n != 1 {
 		t.Errorf("%d ForceUnlocked events, want 1", n)
 	}
+}
+
+// leftHold waits until no run waits at the hold: a killed run's read is
+// abandoned once its connection closes.
+func (b *faultBringUp) leftHold(ctx context.Context) {
+	b.w.eventually(ctx, time.Minute, "the stopped run to leave the hold", func() (bool, string) {
+		n, _ := b.hold.Waiting()
+		return n == 0, "its read still waits"
+	})
 }
 
 // killPod sends SIGKILL to every process of a pod the local environment's

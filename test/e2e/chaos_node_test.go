@@ -80,10 +80,7 @@ func TestFaultNodeLost(t *testing.T) {
 		t.Fatalf("the state lock %s is not held by the lost apply (%v)", held.lock, err)
 	}
 	t.Logf("Node %s lost: its kubelet stopped, pod %s still Running in the API with no process, lock %s held", lostNode, pod.Name, held.lock)
-	b.w.eventually(ctx, time.Minute, "the lost run to leave the hold", func() (bool, string) {
-		n, _ := b.hold.Waiting()
-		return n == 0, "its read still waits"
-	})
+	b.leftHold(ctx)
 	b.hold.Release()
 
 	// The instance is gone: its Node is deleted.
