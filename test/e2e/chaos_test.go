@@ -12,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf-io/cluster-api-provider-terraform/api/v1alpha1"
 	"github.com/captf-io/cluster-api-provider-terraform/test/e2e/framework"
 )
 
@@ -43,11 +48,15 @@ func matrixSpares() chan int {
 // the book predicts, each created once and booked once, nothing left
 // behind.
 //
-// A site that only some interleavings write (an event series, a wait for
-// another object's run) is not certain to recur: a site only one
-// recording wrote is left out, and logged; a point whose bring-up
-// converged without writing its site runs once more in a fresh
-// namespace, and fails if the site is not reached again.
+// Every bring-up holds the last worker's apply until the cluster's
+// re-apply has waited for it (holdForClusterWait), so the cluster's wait
+// for machine operations is written in each, not only when the
+// interleaving happens to make it. A site that only some interleavings
+// write (an event series, a status patch retried after a conflict) is not
+// certain to recur: a site only one recording wrote is left out, and
+// logged; a point whose bring-up converged without writing its site runs
+// once more in a fresh namespace, and fails if the site is not reached
+// again.
 // CAPTF_FAULT_RECORD_ONLY=1 stops after the recording.
 func TestFaultMatrix(t *testing.T) {
 	const cps, workers = 3, 3
@@ -62,7 +71,7 @@ func TestFaultMatrix(t *testing.T) {
 				defer cancel()
 				f := b.run(ctx, nil)
 				defer b.stop()
-				b.apply(ctx)
+				b.holdForClusterWait(ctx)
 				b.waitConverged(ctx, 10*time.Minute)
 				b.checkEnd(ctx)
 				recorded[r] = f.Writes()
@@ -153,7 +162,7 @@ func runFaultPoint(t *testing.T, i, cps, workers int, p faultPoint) bool {
 		f.KillSite, f.KillAt, f.Cancel = p.site, p.at, cancel
 	})
 	defer b.stop()
-	b.apply(ctx)
+	b.holdForClusterWait(ctx)
 	killed, ok := framework.WaitFor(ctx, 10*time.Minute, func() (bool, string) {
 		if k := f.Killed(); k != nil {
 			return true, k.String()
@@ -177,4 +186,43 @@ func runFaultPoint(t *testing.T, i, cps, workers int, p faultPoint) bool {
 	b.waitConverged(ctx, 10*time.Minute)
 	b.checkEnd(ctx)
 	return true
+}
+
+// holdForClusterWait creates the bring-up's objects with the last worker's
+// apply held, and releases it once the cluster's re-apply has waited for
+// the machines' operations (the WaitingForMachineOperations event, or the
+// reason on the cluster's ApplyJobSucceeded, should the manager have been
+// killed between the two). The re-apply is due once Cluster API marks the
+// control plane initialized, which a worker does not hold up, and the
+// cluster operation gate keeps it from starting while a machine's apply
+// runs, so the wait comes in every bring-up.
+func (b *faultBringUp) holdForClusterWait(ctx context.Context) {
+	b.holdObject("TerraformMachine", b.machines[len(b.machines)-1])
+	b.apply(ctx)
+	go func() {
+		framework.WaitFor(ctx, 10*time.Minute, func() (bool, string) {
+			return b.clusterWaitedForMachines(ctx), ""
+		})
+		b.hold.Release()
+	}()
+}
+
+// clusterWaitedForMachines reports whether the cluster's apply has waited
+// for its machines' operations.
+func (b *faultBringUp) clusterWaitedForMachines(ctx context.Context) bool {
+	var evs eventsv1.EventList
+	if err := b.w.c.List(ctx, &evs, client.InNamespace(b.ns)); err != nil {
+		return false
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Kind == "TerraformCluster" && e.Reason == infrav1.WaitingForMachineOperationsEvent {
+			return true
+		}
+	}
+	tc := &infrav1.TerraformCluster{}
+	if err := b.w.c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.name}, tc); err != nil {
+		return false
+	}
+	c := conditions.Get(tc, infrav1.ApplyJobSucceededCondition)
+	return c != nil && c.Reason == infrav1.WaitingForMachineOperationsReason
 }

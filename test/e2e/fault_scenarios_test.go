@@ -66,10 +66,10 @@ func (b *faultBringUp) heldRun(ctx context.Context, op string) heldRun {
 		b.w.dump(ctx)
 		t.Fatal(err)
 	}
-	name := b.name
+	name := b.holdName
 	var o infrav1.Workload = &infrav1.TerraformCluster{}
 	if b.holdOwner == "TerraformMachine" {
-		name, o = b.machines[0], &infrav1.TerraformMachine{}
+		o = &infrav1.TerraformMachine{}
 	}
 	owner := b.holdOwner + "/" + name
 	job := b.firstJob(ctx, owner, op)

@@ -58,10 +58,11 @@ type faultBringUp struct {
 	cps, workers int
 	machines     []string
 	timeline     *framework.Timeline
-	// hold, when set, holds every plan of the objects holdOwner names (the
-	// no-op modules' hold_endpoint) until the scenario releases it.
-	hold      *framework.Hold
-	holdOwner string
+	// hold, when set, holds every plan of the object holdOwner and
+	// holdName name (the no-op modules' hold_endpoint) until the scenario
+	// releases it.
+	hold                *framework.Hold
+	holdOwner, holdName string
 	// tuneMachine, when set, changes each TerraformMachine before it is
 	// created.
 	tuneMachine func(*infrav1.TerraformMachine)
@@ -160,12 +161,22 @@ func faultContext(t *testing.T) context.Context {
 // first run waits, its state lock held, until the scenario releases the
 // hold. Call before start.
 func (b *faultBringUp) holdRuns(owner string) {
+	name := b.name
+	if owner == "TerraformMachine" {
+		name = b.machines[0]
+	}
+	b.holdObject(owner, name)
+}
+
+// holdObject holds the runs of the scenario's object owner/name, as
+// holdRuns does. Call before apply.
+func (b *faultBringUp) holdObject(owner, name string) {
 	h, err := framework.StartHold(b.w.e.APIServerHost)
 	if err != nil {
 		b.w.t.Fatal(err)
 	}
 	b.w.t.Cleanup(h.Close)
-	b.hold, b.holdOwner = h, owner
+	b.hold, b.holdOwner, b.holdName = h, owner, name
 }
 
 // start runs the scenario's manager (stopped when the test ends) and
@@ -218,13 +229,13 @@ func (b *faultBringUp) apply(ctx context.Context) {
 	if b.holdOwner == "TerraformCluster" {
 		tc.Spec.Variables = holdVars
 	}
-	for i, m := range b.machines {
+	for _, m := range b.machines {
 		labels := map[string]string{clusterv1.ClusterNameLabel: b.name}
 		if strings.Contains(m, "-cp-") {
 			labels[clusterv1.MachineControlPlaneLabel] = ""
 		}
 		var vars map[string]apiextensionsv1.JSON
-		if i == 0 && b.holdOwner == "TerraformMachine" {
+		if b.holdOwner == "TerraformMachine" && m == b.holdName {
 			vars = holdVars
 		}
 		tm := &infrav1.TerraformMachine{
