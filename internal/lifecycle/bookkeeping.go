@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -457,6 +458,11 @@ func (f *Flow) markBookkept(ctx context.Context, p *Pass) error {
 			job.Annotations[k] = v
 		}
 		job.Annotations[infrav1.BookkeptAnnotation] = "true"
+		if maps.Equal(job.Annotations, base.Annotations) {
+			// Marked by an earlier pass that the cache had not shown
+			// this one: a patch would change nothing.
+			continue
+		}
 		if err := f.Client.Patch(ctx, job, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("failed to mark Job %s bookkept: %w", b.name, err)
 		}
